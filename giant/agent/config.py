@@ -18,7 +18,10 @@ class AgentConfig(BaseModel):
     max_images_in_context: int | None = Field(None, ge=1)  # None: keep every image (published runs)
     note_tool: bool = False
     strict_crops: bool = False  # True: invalid boxes are fed back as errors instead of clamped
-    max_retries: int = Field(3, ge=1)  # consecutive failures before the item fails
+    max_retries: int = Field(3, ge=1)  # consecutive failed calls or unusable actions before the item fails
+    # Corrective messages after rule violations (a crop when the answer is due; an early answer in
+    # paper mode); the next violation fails the item. The paper's "3 retries" (loop.py docstring).
+    max_corrections: int = Field(3, ge=0)
     max_restarts: int = Field(3, ge=0)  # authors mode: restarts of a whole episode
     jpeg_quality: int = Field(75, ge=1, le=100)
     guides: int = Field(4, ge=0, le=20)  # axis guide lines per axis

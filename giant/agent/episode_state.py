@@ -48,8 +48,9 @@ def task_answer(text: str) -> str:
 
 @dataclass
 class RetryCounter:
-    """Consecutive failures (transient, parse, refusal, invalid crop, rejected answer): the item fails
-    when `limit` happen in a row; any successful action resets the streak (BUG-038-B7)."""
+    """Consecutive failures (transient, parse, refusal, invalid crop, unavailable tool): the item fails
+    when `limit` happen in a row; any other reply resets the streak (BUG-038-B7). Rule violations
+    (a crop when the answer is due, a rejected early answer) have their own limit, max_corrections."""
 
     limit: int
     streak: list[str] = field(default_factory=list)
@@ -151,7 +152,14 @@ class Episode:
         usage = turn.usage
         if not usage.latency_s:
             usage = usage.model_copy(update={"latency_s": time.monotonic() - started})
-        call = Call(index=index, attempt=attempt, steps=turn.steps, raw_text=turn.raw_text, usage=usage)
+        call = Call(
+            index=index,
+            attempt=attempt,
+            steps=turn.steps,
+            raw_text=turn.raw_text,
+            decode_note=turn.decode_note,
+            usage=usage,
+        )
         self._record(call)
         return call, turn
 

@@ -1,18 +1,26 @@
 """The navigation loop (Algorithm 1) in its three readings (facts section 1):
 
-- giant: early answers accepted; at step T the model must answer; crops after that are failures.
+- giant: early answers accepted; at step T the model must answer.
 - paper: fixed iterations (BUG-041): an answer before step T is rejected with a corrective message;
   successful trajectories hold exactly T-1 crops and the answer at step T.
 - authors: early answers accepted, no forced answer; T calls without an answer restart the episode
   from scratch, up to `max_restarts` times. The budget counts answered calls, as the authors' loop
   does, so every crop of a multi-crop turn is executed (facts section 1).
 
-Failures (provider errors, invalid crops in strict mode, rejected early answers) feed one
-RetryCounter: `max_retries` in a row end the item; any executed action resets it, so in strict mode
-max_retries invalid boxes in a row fail it (Spec-09 test plan, BUG-038-B7). The step limit has its
-own rule (facts section 1, issue 4): at step T the model is told to answer; if it still crops, the
-corrective message is repeated up to `max_retries` times, then the item fails with
-step_limit_exceeded, so at most T + max_retries calls.
+Two rules end an item early, and they count different things so that neither eats into the other:
+
+- Corrections (the paper's "incorrect if the model exceeds the limit after 3 retries"). A violation
+  is a reply that breaks the loop's contract: a crop (or note) once the answer is due (step T, or the
+  per-item budget reached), or, in paper mode, an answer before step T. Each violation gets a
+  corrective message, up to `max_corrections` (3) per episode; the next violation fails the item
+  with step_limit_exceeded (budget_exceeded once the budget forced the answer) or
+  early_answer_rejected. So an episode makes at most T + max_corrections provider calls that return
+  a turn (T-1 crops, then max_corrections + 1 violations), and `Trajectory.corrections` records how
+  many corrective messages were sent. A turn holding several crops is one violation.
+- Failures (BUG-038-B7, Spec-09): a call that fails (transient, parse, refusal) or an action that
+  cannot be executed (an invalid box in strict mode, an unavailable tool). `max_retries` of them in
+  a row fail the item with retries_exhausted; any other reply (an executed action, or a violation,
+  which the correction rule judges) ends the streak.
 """
 
 from __future__ import annotations
@@ -81,7 +89,6 @@ class _Attempt:
     examined: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     forced: bool = False  # the force-answer notice has been sent
-    correctives: int = 0  # step-limit corrective messages sent after the force-answer notice
     budget_forced: bool = False
 
 
@@ -166,25 +173,21 @@ class Navigator:
             action = step.action
             if isinstance(action, AnswerAction):
                 if self.cfg.mode == "paper" and state.steps < t - 1 and not state.budget_forced:
+                    self._violation(call, "early_answer_rejected", f"early answer at step {state.steps + 1}")
                     text = prompts.early_answer_corrective(state.steps, t)
-                    reject(
-                        step, text, "retries_exhausted", f"early answer at step {state.steps + 1} rejected"
-                    )
+                    replies.append(_Reply(step.call_id, [TextPart(text=text)]))
+                    feedback.append(text)
+                    failure = None  # a violation is judged by the correction rule alone
                     break  # nothing after a (rejected) answer is executed
                 ep.steps += 1
                 ep.answered(action.text, budget_forced=state.budget_forced)
                 return True
             if must_answer:
-                status: Status = "budget_exceeded" if state.budget_forced else "step_limit_exceeded"
                 if not limit_violated:
                     limit_violated = True
-                    if state.correctives >= self.cfg.max_retries:
-                        raise EpisodeEnd(
-                            status,
-                            f"call {call.index}: {action.type} instead of the required answer "
-                            f"after {state.correctives} corrective messages",
-                        )
-                    state.correctives += 1
+                    status: Status = "budget_exceeded" if state.budget_forced else "step_limit_exceeded"
+                    self._violation(call, status, f"{action.type} instead of the required answer")
+                    failure = None
                 replies.append(_Reply(step.call_id, [TextPart(text=prompts.STEP_LIMIT_CORRECTIVE)]))
                 feedback.append(prompts.STEP_LIMIT_CORRECTIVE)
                 continue
@@ -219,7 +222,19 @@ class Navigator:
         self._send(state, replies)
         if failure is not None:
             self.counter.fail(*failure)
+        else:
+            self.counter.reset()  # an executed action or a violation ends the failure streak
         return False
+
+    def _violation(self, call: Call, status: Status, what: str) -> None:
+        """Count one violation: a corrective message follows, or, with max_corrections already
+        sent, the item fails with `status`."""
+        traj = self.ep.traj
+        if traj.corrections >= self.cfg.max_corrections:
+            raise EpisodeEnd(
+                status, f"call {call.index}: {what} after {traj.corrections} corrective messages"
+            )
+        traj.corrections += 1
 
     async def _crop(self, state: _Attempt, call: Call, action: CropAction) -> list[Part] | str:
         """Read one crop; returns the reply parts, or the error feedback (strict mode, or a box that

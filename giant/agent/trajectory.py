@@ -16,6 +16,7 @@ from giant.wsi.box import Box
 Status = Literal[
     "answered",
     "step_limit_exceeded",
+    "early_answer_rejected",
     "retries_exhausted",
     "budget_exceeded",
     "timeout",
@@ -34,6 +35,7 @@ class Call(BaseModel):
     error_kind: str | None = None  # transient | parse | refusal | fatal | timeout
     error: str | None = None
     raw_text: str = ""
+    decode_note: str | None = None  # what the decoder passed over in raw_text (chatter, a repeat, ...)
     usage: Usage = Field(default_factory=Usage)
     feedback: str | None = None  # corrective / error-feedback message sent after this call
 
@@ -79,4 +81,5 @@ class Trajectory(BaseModel):
     status: Status = "provider_error"
     reason: str = ""
     restarts: int = 0
+    corrections: int = 0  # corrective messages sent after rule violations (at most agent.max_corrections)
     totals: Totals = Field(default_factory=Totals)

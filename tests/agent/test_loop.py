@@ -54,15 +54,6 @@ def test_loop_limit_forces_the_answer(tmp_path: Path, item: Item, slide_path: Pa
     assert traj.calls[2].feedback == prompts.STEP_LIMIT_CORRECTIVE
 
 
-def test_loop_limit_fails_after_max_retries(tmp_path: Path, item: Item, slide_path: Path) -> None:
-    provider = scripted(tmp_path, [crop(0, 0, 1000, 1000)] * 8)
-    traj = run(item, slide_path, provider, max_steps=3, max_retries=3)
-    assert traj.status == "step_limit_exceeded"
-    assert traj.totals.calls == 3 + 3  # the forced call T, then three corrective re-asks
-    assert traj.totals.crops == 2
-    assert "after 3 corrective messages" in traj.reason and traj.answer is None
-
-
 def test_force_answer_lists_what_was_examined(tmp_path: Path, item: Item, slide_path: Path) -> None:
     provider = scripted(tmp_path, [crop(0, 0, 2000, 1500), note("many glands"), answer(2)])
     traj = run(item, slide_path, provider, max_steps=3, note_tool=True)
@@ -151,13 +142,6 @@ def test_paper_mode_rejects_early_answer(tmp_path: Path, item: Item, slide_path:
     assert (giant.totals.calls, giant.answer) == (1, '{"answer": 1}')
 
 
-def test_paper_mode_repeated_early_answers_fail(tmp_path: Path, item: Item, slide_path: Path) -> None:
-    traj = run(item, slide_path, scripted(tmp_path, [answer()] * 5), mode="paper", max_steps=4, max_retries=3)
-    assert traj.status == "retries_exhausted"
-    assert traj.totals.calls == 3 and traj.answer is None
-    assert traj.reason.count("early answer") == 3
-
-
 def test_paper_mode_success_has_exactly_t_minus_1_crops(tmp_path: Path, item: Item, slide_path: Path) -> None:
     lines = [crop(0, 0, 1000, 1000)] * 4 + [answer()]
     for t in (1, 2, 5):
@@ -193,6 +177,7 @@ def test_authors_mode_restart_then_answer(tmp_path: Path, item: Item, slide_path
     lines = [crop(0, 0, 1000, 1000), crop(0, 0, 900, 900), crop(0, 0, 800, 800), answer(4)]
     traj = run(item, slide_path, scripted(tmp_path, lines), mode="authors", max_steps=2)
     assert traj.status == "answered" and traj.restarts == 1 and traj.answer == '{"answer": 4}'
+    assert "do not rush" in (traj.system_prompt or "")  # the authors' pacing, in our words
 
 
 def test_tools_turn_with_several_crops(tmp_path: Path, item: Item, slide_path: Path) -> None:
