@@ -47,8 +47,10 @@ _CHOICE_PHRASE = re.compile(
 _BARE = re.compile(
     rf"^(?:(?:option|choice)\s*[:#]?\s*)?(?:{_NUMBER}|{_LETTER})(?:[.):]\s*(?P<rest>.*))?$", re.S | re.I
 )
+# The key may be quoted (`"isup_grade": 3`, `'isup_grade': 3`), as in a JSON object cut off before
+# its closing brace, which the JSON pass cannot parse.
 _ISUP = re.compile(
-    r"\bisup(?:[\s_-]*grade)?(?:[\s_-]*group)?\b\s*(?:is|of|:|=)?\s*[\"']?(?P<grade>\d)\b", re.I
+    r"\bisup(?:[\s_-]*grade)?(?:[\s_-]*group)?\b[\"']?\s*(?:is|of|:|=)?\s*[\"']?(?P<grade>\d)\b", re.I
 )
 _GRADE_GROUP = re.compile(r"\bgrade\s+group\s*(?:is|of|:|=)?\s*(?P<grade>\d)\b", re.I)
 _GRADE_STRING = re.compile(r"^(?:isup\s*)?(?:grade\s*)?(?:group\s*)?(?P<grade>\d)$", re.I)
@@ -67,6 +69,8 @@ def extract_label(
     """`benchmark` is recorded by callers; the label space comes from `options` (none = ISUP grade
     task, labels 0..5). `panda_null_as_zero` reads `"isup_grade": null` as grade 0 (benign): the
     panda prompt defines only grades 1-5, so models often answer null for benign tissue."""
+    if not text.strip():  # nothing was said: no rule may turn silence into an option or a grade
+        return Extraction(label=None, method="none", detail=f"empty reply for {benchmark}")
     space = _Space(tuple(options), panda_null_as_zero)
     for region, json_method in _regions(text):
         found = space.from_json(region, json_method) or space.from_text(region)
@@ -94,7 +98,9 @@ class _Space:
         self.options = options
         self.null_as_zero = null_as_zero
         self.valid = range(1, len(options) + 1) if options else GRADE_LABELS
-        self._by_text = {_norm(o): i for i, o in enumerate(options, start=1)}
+        # an option with no text can only be chosen by its number: matching it by text would let an
+        # empty or punctuation-only reply select it
+        self._by_text = {_norm(o): i for i, o in enumerate(options, start=1) if _norm(o)}
 
     # ------------------------------------------------------------------ JSON
 

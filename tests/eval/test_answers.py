@@ -159,3 +159,47 @@ def test_panda_null_without_the_zero_rule_fails() -> None:
 @pytest.mark.parametrize("text", ['{"isup_grade": 6}', "ISUP grade 7", "The answer is B", "benign"])
 def test_panda_invalid_or_missing(text: str) -> None:
     assert extract_label(text, "panda", []).label is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'My answer is {"isup_grade": 3',  # cut off before the closing brace
+        '<report>Gleason 4+3 in two cores.</report>\n<response>{"primary_pattern": 4, "isup_grade": 3',
+        '{"primary_pattern": 4, "secondary_pattern": 3, "total_score": 7, "isup_grade": 3',
+        "isup_grade: 3",
+        '"isup_grade":3',
+        "'isup_grade': 3",
+        'The grade: "isup_grade": "3"',
+    ],
+)
+def test_panda_grade_key_forms_and_truncated_objects(text: str) -> None:
+    """Issue 9 case 4: the quoted key form, as a truncated JSON object leaves it, reads as the grade."""
+    result = extract_label(text, "panda", [])
+    assert (result.label, result.method) == (3, "grade_phrase")
+
+
+def test_panda_null_grade_is_unchanged_by_the_key_forms() -> None:
+    assert extract_label('{"isup_grade": null}', "panda", []).label == 0
+    kept_null = extract_label('{"isup_grade": null}', "panda", [], panda_null_as_zero=False)
+    assert (kept_null.label, kept_null.method) == (None, "last_json_null")
+    assert extract_label('My answer is {"isup_grade": null', "panda", []).label is None
+
+
+@pytest.mark.parametrize("text", ["", " ", "\n\t  \n", "<response> </response>", "**", '""'])
+@pytest.mark.parametrize("options", [["a", "", "c"], ["a", "  ", "c"], ["", "b"]])
+def test_an_empty_reply_never_selects_an_option(text: str, options: list[str]) -> None:
+    """Issue 9 case 4: silence (or bare markup) is no answer, even when an option's text is empty."""
+    result = extract_label(text, "tcga_slidebench", options)
+    assert result.label is None and result.method == "none"
+
+
+def test_an_option_with_empty_text_is_still_chosen_by_number() -> None:
+    assert extract_label('<response>{"answer": 2}</response>', "x", ["a", "", "c"]).label == 2
+    assert extract_label("The answer is: ???", "x", ["a", "", "c"]).label is None
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n"])
+def test_an_empty_reply_is_no_grade(text: str) -> None:
+    result = extract_label(text, "panda", [])
+    assert result.label is None and "empty reply" in result.detail
