@@ -42,6 +42,8 @@ def system_prompt(cfg: AgentConfig, width: int, height: int) -> str:
                 f"You must crop exactly {t - 1} regions before answering. Do not answer earlier: "
                 f"an early answer is rejected. You must answer at step {t}."
             )
+        elif cfg.mode == "authors":
+            lines.append(_authors_pacing(t))
         else:
             lines.append(
                 "Use your steps to examine the tissue at the magnification the question needs before "
@@ -55,6 +57,17 @@ def system_prompt(cfg: AgentConfig, width: int, height: int) -> str:
         )
     lines.append(ANSWER_FORMAT)
     return "\n\n".join(lines)
+
+
+def _authors_pacing(t: int) -> str:
+    """Authors mode: the authors' prompt presses the model to spend its step budget rather than answer
+    early (facts section 1), so this mode says the same, in this project's words."""
+    return (
+        f"Spend as many of your {t} steps as you can on the slide; there is no reward for answering "
+        "quickly, so do not rush to a conclusion. Look closely at the tissue, at the magnification "
+        "the question calls for and in more than one place, before you decide: an answer ends the "
+        "examination."
+    )
 
 
 def _context_lines(cfg: AgentConfig) -> list[str]:

@@ -32,3 +32,28 @@ def test_random_regions_prompt_says_older_images_are_dropped() -> None:
     text = prompts.random_regions_system_prompt(cfg, 6000, 4000, 4)
     assert "only the overview and the 2 most recent" in text
     assert "most recent" not in prompts.random_regions_system_prompt(AgentConfig(), 6000, 4000, 4)
+
+
+def test_authors_prompt_asks_to_use_the_steps_and_not_rush() -> None:
+    """Issue 9 case 5: the authors' prompt urges the model to spend its T steps and not hurry; authors
+    mode must say so too, where it used to carry giant's invitation to answer early."""
+    text = prompts.system_prompt(AgentConfig(mode="authors", max_steps=20), 98304, 75776)
+    assert "as many of your 20 steps as you can" in text
+    assert "do not rush" in text
+    assert "Look closely at the tissue" in text
+    assert "answer earlier" not in text
+
+
+def test_giant_and_paper_prompts_keep_their_pacing() -> None:
+    """Only authors mode changed: giant still allows a confident early answer, paper forbids one."""
+    giant = prompts.system_prompt(AgentConfig(mode="giant", max_steps=20), 6000, 4000)
+    paper = prompts.system_prompt(AgentConfig(mode="paper", max_steps=20), 6000, 4000)
+    assert "answer earlier only when you are certain" in giant
+    assert "You must crop exactly 19 regions before answering" in paper
+    for text in (giant, paper):
+        assert "do not rush" not in text
+
+
+def test_authors_prompt_at_t1_has_nothing_to_pace() -> None:
+    text = prompts.system_prompt(AgentConfig(mode="authors", max_steps=1), 6000, 4000)
+    assert "budget of 1 step" in text and "as many of your" not in text
