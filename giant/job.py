@@ -115,9 +115,12 @@ def run_job(cfg: DictConfig) -> float | None:
     if resume_from is not None:
         print(f"resuming run key {key} from {resume_from}")
 
+    from giant.interrupt import Interrupted, stop_on_signals
     from giant.tracking.mlflow_logger import tracked
 
-    with tracked(job):
+    # SIGTERM only asks the runner to stop; tracked() then closes the MLflow run KILLED, and the CLI
+    # prints how to resume (and, under submitit, hands the job over to be requeued).
+    with stop_on_signals() as stop, tracked(job):
         summary = asyncio.run(
             run_eval(
                 data.items,
@@ -129,8 +132,11 @@ def run_job(cfg: DictConfig) -> float | None:
                 config_hash=config_hash,
                 dataset_hash=data.dataset_hash,
                 resume_from=resume_from,
+                stop=stop,
             )
         )
+        if stop.requested and not summary.complete:  # a stop after the last item changes nothing
+            raise Interrupted(stop)
         if job is not None:
             _finish_tracking(job, settings, summary, out_dir)
     _report(settings, summary, out_dir, job.run_id if job else None)

@@ -22,6 +22,7 @@ EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> float | None:
+    from giant.interrupt import EXIT_TERMINATED, Interrupted, note_stop
     from giant.job import run_job
 
     try:
@@ -29,7 +30,12 @@ def main(cfg: DictConfig) -> float | None:
     except ConfigError as err:
         print(f"run_eval: {err}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
+    except Interrupted as stop:  # SIGTERM or a SLURM time limit: stopped cleanly, MLflow run KILLED
+        print(f"run_eval: {stop.hint}", file=sys.stderr)
+        stop.hand_over()  # under submitit: checkpoint and requeue (exits the process)
+        sys.exit(EXIT_TERMINATED)
     except KeyboardInterrupt:  # the MLflow run is already closed as KILLED, results.jsonl kept
+        note_stop("Ctrl-C")  # a sweep's parent run is then closed as interrupted, not failed
         print(
             "run_eval: interrupted; rerun the same command to resume (finished items are kept)",
             file=sys.stderr,

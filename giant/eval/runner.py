@@ -4,6 +4,10 @@ Each finished item-run is appended to results.jsonl at once (fsync'd) with its t
 so a killed run loses nothing it paid for and a rerun resumes (giant.eval.resume). The summary is
 computed from results.jsonl alone (giant.eval.summarize), whether the run finished, hit its budget
 or was interrupted.
+
+A stop request (giant.interrupt: SIGTERM, a SLURM time limit) starts no new item and no new provider
+call; episodes whose call is in flight get `stop_grace_s` to finish it, then are cancelled. A cancelled
+item-run writes no result line, so the resumed run starts it again.
 """
 
 from __future__ import annotations
@@ -36,13 +40,15 @@ from giant.eval.results import (
     UNPARSEABLE,
     ResultRecord,
     ResultsWriter,
+    latest_by_slot,
     read_results,
     trajectory_dir,
 )
 from giant.eval.resume import carry_over
 from giant.eval.summarize import SUMMARY_FILE, summarize
 from giant.eval.summary import Summary
-from giant.llm.types import Provider
+from giant.interrupt import StopRequest
+from giant.llm.types import CallContext, Conversation, ModelTurn, Provider
 
 
 class RunConfig(BaseModel):
@@ -59,6 +65,9 @@ class RunConfig(BaseModel):
     panda_null_as_zero: bool = True
     record_requests: bool = False  # save each sanitized provider request beside the trajectory
     progress: bool = True
+    # After a stop request, how long calls already in flight may take to return: an answer that
+    # arrives in time is kept, anything else is cancelled (below docker's 10 s and SLURM's signal_delay_s).
+    stop_grace_s: float = Field(8.0, ge=0)
 
 
 def item_seed(seed: int, key: str, run_index: int) -> int:
@@ -84,6 +93,33 @@ def check_items(items: Sequence[Item]) -> tuple[str, str]:
             f"the items mix metrics {sorted(metrics)} (tasks {benchmarks}); run one task per job"
         )
     return "+".join(benchmarks), metrics.pop()
+
+
+class _Gated:
+    """The provider behind a stop gate: after a stop request no new call starts. The refused call
+    cancels its own episode (CancelledError), which the worker leaves unrecorded."""
+
+    def __init__(self, provider: Provider, stop: StopRequest) -> None:
+        self.inner = provider
+        self.name = provider.name
+        self.model = provider.model
+        self.stop = stop
+
+    async def next_turn(self, conversation: Conversation, ctx: CallContext) -> ModelTurn:
+        if self.stop.requested:
+            raise asyncio.CancelledError
+        return await self.inner.next_turn(conversation, ctx)
+
+
+async def _cut_after_grace(
+    stop: StopRequest, episodes: set[asyncio.Task[ResultRecord]], grace_s: float
+) -> None:
+    """Once a stop is requested, cancel the episodes still running after `grace_s` seconds."""
+    await stop.wait()
+    if episodes:
+        await asyncio.wait(set(episodes), timeout=grace_s)
+    for episode in list(episodes):
+        episode.cancel()
 
 
 class _Budget:
@@ -137,8 +173,11 @@ async def run_eval(
     config_hash: str,
     dataset_hash: str,
     resume_from: Path | None = None,
+    stop: StopRequest | None = None,
 ) -> Summary:
-    """Run every pending item-run, write results.jsonl, trajectories/ and summary.json in `out_dir`."""
+    """Run every pending item-run, write results.jsonl, trajectories/ and summary.json in `out_dir`.
+
+    `stop` (giant.interrupt) ends the run early and cleanly; the summary then says it is incomplete."""
     dataset, metric_name = check_items(items)
     slots = {(item.key, k) for item in items for k in range(run.runs_per_item)}
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -161,6 +200,9 @@ async def run_eval(
     skipped_slots = {(item.key, k) for item, k in skipped}
     pending = deque((item, k) for item, k in todo if (item.key, k) not in skipped_slots)
     progress = Progress(total=len(slots), done=list(done.values()), enabled=run.progress)
+    stop = stop if stop is not None else StopRequest()
+    gated = _Gated(provider, stop)
+    episodes: set[asyncio.Task[ResultRecord]] = set()
     stopped = ""
     with ResultsWriter(results_path) as writer, progress:
         for item, k in skipped:
@@ -169,18 +211,27 @@ async def run_eval(
             progress.update(record)
 
         async def worker() -> None:
-            while pending and budget.may_start(len(pending)):
+            while pending and not stop.requested and budget.may_start(len(pending)):
                 item, k = pending.popleft()
                 budget.in_flight += 1
+                episode = asyncio.create_task(_run_one(item, k, slides[item.key], gated, agent, run, out_dir))
+                episodes.add(episode)
                 try:
-                    record = await _run_one(item, k, slides[item.key], provider, agent, run, out_dir)
+                    record = await episode
+                except asyncio.CancelledError:
+                    this = asyncio.current_task()
+                    if stop.requested and episode.cancelled() and this is not None and not this.cancelling():
+                        return  # cut by the stop: no result line, the resumed run starts it again
+                    raise
                 finally:
+                    episodes.discard(episode)
                     budget.in_flight -= 1
                 budget.add(record)  # before the write's await: a budget check must see this cost
                 await asyncio.to_thread(writer.append, record)
                 progress.update(record)
 
         workers = [asyncio.create_task(worker()) for _ in range(min(run.concurrency, len(pending)))]
+        cutter = asyncio.create_task(_cut_after_grace(stop, episodes, run.stop_grace_s))
         try:
             await asyncio.gather(*workers)  # a cancelled run_eval cancels the workers with it
         except asyncio.CancelledError:
@@ -193,9 +244,14 @@ async def run_eval(
             await asyncio.gather(*workers, return_exceptions=True)
             raise
         finally:
+            cutter.cancel()
+            records = read_results(results_path)
+            left = len(slots - set(latest_by_slot(records)))
+            if stop.requested and left and not stopped:
+                stopped = f"interrupted by {stop.reason}; {left} item-runs left for the resumed run"
             reason = stopped or budget.stop_reason
             summary = summarize(
-                read_results(results_path),
+                records,
                 items,
                 dataset=dataset,
                 metric_name=metric_name,

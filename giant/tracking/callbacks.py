@@ -103,11 +103,18 @@ class MlflowSweepCallback(Callback):
     def _close_abandoned(self) -> None:
         if self._open is None:
             return
+        from giant.interrupt import stopped_by
         from giant.tracking.mlflow_logger import open_experiment
 
         tracking, run_id = self._open
         self._open = None
         client, _ = open_experiment(tracking)
+        reason = stopped_by()
+        if reason:  # a job of this process stopped cleanly on a signal or Ctrl-C: rerunning resumes
+            client.set_tag(run_id, "status", "interrupted")
+            client.set_tag(run_id, "interruption", reason)
+            client.set_terminated(run_id, status="KILLED")
+            return
         client.set_tag(run_id, "status", "failed")
         client.set_tag(run_id, "failure", "the sweep stopped before all jobs finished (a job failed)")
         client.set_terminated(run_id, status="FAILED")

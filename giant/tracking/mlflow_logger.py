@@ -271,13 +271,18 @@ class JobRun:
     def finish(self, status: str = "FINISHED") -> None:
         self.client.set_terminated(self.run_id, status=status)
 
+    def interrupted(self, reason: str) -> None:
+        self.set_tags({"status": "interrupted", "interruption": reason})
+        self.finish("KILLED")
+
     def fail(self, reason: str) -> None:
         self.set_tags({"status": "failed", "failure": reason[:500]})
         self.finish("FAILED")
 
 
 def _reattachable(client: MlflowClient, run_id: str | None) -> str | None:
-    """The earlier run of the same run key, if it exists and did not finish."""
+    """The earlier run of the same run key, if it exists and did not finish (RUNNING after a hard kill,
+    KILLED after an interruption or a requeue, FAILED)."""
     if not run_id:
         return None
     try:
@@ -291,13 +296,19 @@ def _reattachable(client: MlflowClient, run_id: str | None) -> str | None:
 
 @contextmanager
 def tracked(job: JobRun | None) -> Iterator[JobRun | None]:
-    """Marks the run FAILED (with the reason) when the job raises, KILLED on Ctrl-C."""
+    """Marks the run FAILED (with the reason) when the job raises, KILLED (status=interrupted) on Ctrl-C
+    or a signal's clean stop: a KILLED run is reattached and set RUNNING again when the job resumes."""
+    from giant.interrupt import Interrupted
+
     try:
         yield job
     except KeyboardInterrupt:
         if job is not None:
-            job.set_tags({"status": "interrupted"})
-            job.finish("KILLED")
+            job.interrupted("Ctrl-C")
+        raise
+    except Interrupted as stop:
+        if job is not None:
+            job.interrupted(stop.stop.reason)
         raise
     except BaseException as exc:
         if job is not None:

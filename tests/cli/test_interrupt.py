@@ -1,0 +1,133 @@
+"""SIGTERM and submitit's requeue on the real CLI (subprocesses), with a real sqlite MLflow store.
+
+The scripted provider sleeps in every call, so a signal always finds the run mid-item. A rerun must
+reattach the same MLflow run and call no finished item again: a finished item's result line is
+carried over byte for byte (a second call would write a new line with a new duration).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.cli.test_run_eval import SCRIPT, SECRET, Env
+
+ANSWER = {"reasoning": "done", "action": {"type": "answer", "text": '<response>{"answer": 1}</response>'}}
+N_ITEMS = 8  # the demo set's accuracy task
+
+
+@pytest.fixture(scope="module")
+def cli(tmp_path_factory: pytest.TempPathFactory) -> Env:
+    tmp = tmp_path_factory.mktemp("interrupt")
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_", "SUBMITIT_"))
+    }
+    env.update(
+        OPENAI_API_KEY=SECRET,
+        GIANT_CACHE_DIR=str(tmp / "cache"),
+        GIANT_OUTPUT_DIR=str(tmp / "outputs"),
+        GIANT_MULTIRUN_DIR=str(tmp / "multirun"),
+    )
+    return Env(tmp, env)
+
+
+def _script(cli: Env, sleep: float) -> Path:
+    path = cli.tmp / f"answer_after_{sleep}s.jsonl"
+    path.write_text(json.dumps({**ANSWER, "sleep": sleep}) + "\n")
+    return path
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.is_file() else []
+
+
+def _start(cli: Env, args: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(SCRIPT), *args], cwd=cli.tmp, env=cli.env, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _wait_for_lines(results: Path, n: int, proc: subprocess.Popen[str], timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while len(_lines(results)) < n:
+        assert proc.poll() is None, f"exited {proc.returncode} before {n} results"
+        assert time.monotonic() < deadline, f"no {n} results in {timeout_s} s"
+        time.sleep(0.05)
+
+
+def _assert_one_line_stop(proc: subprocess.Popen[str], stderr: str) -> None:
+    assert proc.returncode == 143, stderr
+    assert "Traceback" not in stderr, stderr
+    stops = [line for line in stderr.splitlines() if line.startswith("run_eval:")]
+    assert stops == [stderr.strip().splitlines()[-1]], stderr
+    assert stops[0].startswith("run_eval: stopped by SIGTERM; rerun the same command to resume"), stderr
+
+
+@pytest.mark.slow
+def test_sigterm_stops_cleanly_and_the_rerun_resumes_the_same_mlflow_run(cli: Env) -> None:
+    run_dir = cli.tmp / "single"
+    args = ["provider=scripted", f"provider.script={_script(cli, 0.6)}", "concurrency=2", "seed=7"]
+    args += [f"tracking.uri={cli.uri}", f"hydra.run.dir={run_dir}"]
+    results = run_dir / "results.jsonl"
+    proc = _start(cli, args)
+    _wait_for_lines(results, 2, proc)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    _assert_one_line_stop(proc, stderr)
+
+    first = _lines(results)
+    records = [json.loads(line) for line in first]  # every line whole: never cut mid-write
+    assert 2 <= len(records) < N_ITEMS
+    for record in records:
+        assert json.loads((run_dir / record["trajectory"] / "trajectory.json").read_text())["status"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert not summary["complete"] and "SIGTERM" in summary["incomplete_reason"]
+    client = MlflowClient(cli.uri)
+    experiment = client.get_experiment_by_name("giant")
+    assert experiment is not None
+    runs = client.search_runs([experiment.experiment_id])
+    assert len(runs) == 1
+    killed = runs[0]
+    assert killed.info.status == "KILLED"
+    assert killed.data.tags["status"] == "interrupted" and killed.data.tags["interruption"] == "SIGTERM"
+
+    again = cli.run(*args)
+    assert "resuming run key" in again.stdout
+    final = _lines(results)
+    assert len(final) == N_ITEMS and len({json.loads(line)["key"] for line in final}) == N_ITEMS
+    assert set(first) <= set(final)  # finished items carried over untouched, not called again
+    resumed = client.get_run(killed.info.run_id)
+    assert resumed.info.status == "FINISHED" and resumed.data.tags["status"] == "complete"
+    assert resumed.data.metrics["n_items"] == N_ITEMS
+    assert len(client.search_runs([killed.info.experiment_id])) == 1  # reattached, no second run
+
+
+@pytest.mark.slow
+def test_sigterm_during_a_sweep_closes_its_parent_as_interrupted_not_failed(cli: Env) -> None:
+    sweep_dir = cli.tmp / "sweep"
+    args = ["-m", "provider=scripted", f"provider.script={_script(cli, 0.6)}", "agent.max_steps=19,20"]
+    args += ["concurrency=1", f"tracking.uri={cli.uri}", f"hydra.sweep.dir={sweep_dir}"]
+    proc = _start(cli, args)
+    _wait_for_lines(sweep_dir / "0" / "results.jsonl", 1, proc)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    _assert_one_line_stop(proc, stderr)
+
+    client = MlflowClient(cli.uri)
+    info = json.loads((sweep_dir / "mlflow_sweep.json").read_text())
+    parent = client.get_run(info["parent_run_id"])
+    assert parent.info.status == "KILLED", parent.data.tags
+    assert parent.data.tags["status"] == "interrupted" and parent.data.tags["interruption"] == "SIGTERM"
+    children = client.search_runs(
+        [info["experiment_id"]], f"tags.`mlflow.parentRunId` = '{info['parent_run_id']}'"
+    )
+    assert [(c.info.status, c.data.tags["status"]) for c in children] == [("KILLED", "interrupted")]
+    assert not (sweep_dir / "1").exists()  # the sweep stopped: the second job never started
