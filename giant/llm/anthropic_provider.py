@@ -19,14 +19,13 @@ from typing import Any
 import anthropic
 
 from giant.llm.config import ProviderConfig
+from giant.llm.decode import Decoded, decode_step, decode_tool_call, json_objects, step_value
 from giant.llm.runtime import count
 from giant.llm.schema import (
     TOOL_ONLY_REASONING,
     TOOLS,
-    extract_json_object,
     offered_actions,
     offered_tools,
-    step_from_data,
     step_schema,
     step_to_data,
     tool_for,
@@ -193,40 +192,40 @@ class AnthropicProvider(SdkProvider):
             elif block.type == "tool_use":
                 calls.append(block)
         text = "".join(texts).strip()
-        raw_text = "\n".join([text, *(f"{c.name}({_json(c.input)})" for c in calls)]).strip()
+        raw_text = "\n".join([text, *(f"{c.name}({json.dumps(c.input)})" for c in calls)]).strip()
         if response.stop_reason == "refusal":
             raise RefusalError("anthropic: the model refused", raw_text=raw_text)
         if response.stop_reason == "max_tokens":
             raise ParseError("anthropic: reply truncated (max_tokens)", raw_text=raw_text)
-        steps = self._steps(text, calls, raw_text)
+        decoded = self._steps(text, calls, raw_text)
+        steps = decoded.value
         call_id = steps[0].call_id
         if thinking and call_id:
             self._thinking[call_id] = thinking
             while len(self._thinking) > _THINKING_MEMORY:
                 self._thinking.popitem(last=False)
-        return ModelTurn(steps=steps, usage=usage, raw_text=raw_text)
+        return ModelTurn(steps=steps, usage=usage, raw_text=raw_text, decode_note=decoded.note)
 
-    def _steps(self, text: str, calls: list[Any], raw_text: str) -> list[Step]:
+    def _steps(self, text: str, calls: list[Any], raw_text: str) -> Decoded[list[Step]]:
         if self.cfg.protocol == "structured":
             if calls:
                 if calls[0].name != STEP_TOOL:
                     raise ParseError(f"anthropic: unexpected tool {calls[0].name!r}", raw_text=raw_text)
-                step = step_from_data(calls[0].input, raw_text)
-                return [step.model_copy(update={"call_id": calls[0].id})]
-            data = extract_json_object(text)  # thinking on: tool_choice is auto, the step may be text
-            if isinstance(data, dict) and "action" in data:
-                return [step_from_data(data, raw_text)]
+                found = step_value(calls[0].input, raw_text)
+                return Decoded([found.value.model_copy(update={"call_id": calls[0].id})], found.note)
+            # Thinking on: tool_choice is auto, so the step may come as text; text holding no
+            # step-shaped object is the answer.
+            if any("action" in obj for _, _, obj in json_objects(text)):
+                found = decode_step(text, raw_text)
+                return Decoded([found.value], found.note)
         elif calls:  # the authors' Claude agent executes only the first tool call of a turn
             first = calls[0]
-            action = tool_for(first.name, raw_text).action(_json(first.input))
-            return [Step(reasoning=text or TOOL_ONLY_REASONING, action=action, call_id=first.id)]
+            action = decode_tool_call(tool_for(first.name, raw_text), first.input, raw_text)
+            step = Step(reasoning=text or TOOL_ONLY_REASONING, action=action.value, call_id=first.id)
+            return Decoded([step], action.note)
         if not text:
             raise ParseError("anthropic: empty reply (no text and no tool call)", raw_text=raw_text)
-        return [Step(reasoning=text, action=AnswerAction(text=text))]
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value)
+        return Decoded([Step(reasoning=text, action=AnswerAction(text=text))])
 
 
 def _mark_latest_image(messages: list[dict[str, Any]]) -> None:

@@ -2,8 +2,8 @@
 
 For open-weight vision models on a user's own GPU. Structured protocol only: the step schema goes in
 response_format when the server enforces JSON schemas (`provider.json_schema=true`); otherwise the
-schema is stated in the system prompt and the reply is decoded tolerantly (the first JSON object in
-the text), then validated by the same pydantic models as every other provider.
+schema is stated in the system prompt. Either way the reply goes through the decoder every provider
+shares (giant.llm.decode: the first JSON object in the text that is a valid step).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import openai
 
 from giant.errors import ConfigError
 from giant.llm.config import ProviderConfig
-from giant.llm.schema import extract_json_object, offered_actions, step_from_data, step_schema, step_to_data
+from giant.llm.decode import decode_step
+from giant.llm.schema import offered_actions, step_schema, step_to_data
 from giant.llm.sdk_provider import SdkProvider, client_options
 from giant.llm.types import (
     AssistantMessage,
@@ -117,7 +118,5 @@ class OpenAICompatibleProvider(SdkProvider):
             raise RefusalError("openai_compatible: the model refused", raw_text=refusal)
         if choice.finish_reason == "length":
             raise ParseError("openai_compatible: reply truncated (finish_reason=length)", raw_text=text)
-        data = extract_json_object(text)
-        if data is None:
-            raise ParseError("openai_compatible: no JSON object in the reply", raw_text=text)
-        return ModelTurn(steps=[step_from_data(data, text)], usage=usage, raw_text=text)
+        decoded = decode_step(text)
+        return ModelTurn(steps=[decoded.value], usage=usage, raw_text=text, decode_note=decoded.note)

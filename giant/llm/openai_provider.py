@@ -1,6 +1,7 @@
 """OpenAI through the Responses API, in the two protocols.
 
-structured: the step comes back as JSON under a strict json_schema derived from the pydantic actions.
+structured: the step comes back as JSON under a strict json_schema derived from the pydantic actions
+(read by giant.llm.decode: strict output still sometimes carries chatter or a repeat after the object).
 tools: the authors' protocol, function tools slide_zoom/note and the final answer as plain text;
 every crop of a turn is returned, in order (facts section 1). Caching is OpenAI's automatic prefix
 cache, steered per item with prompt_cache_key.
@@ -20,13 +21,13 @@ from typing import Any
 import openai
 
 from giant.llm.config import ProviderConfig
+from giant.llm.decode import decode_step, decode_tool_call
 from giant.llm.runtime import count
 from giant.llm.schema import (
     TOOL_ONLY_REASONING,
     TOOLS,
     offered_actions,
     offered_tools,
-    step_from_json,
     step_schema,
     step_to_data,
     tool_for,
@@ -233,23 +234,23 @@ class OpenAIProvider(SdkProvider):
             raise ParseError(f"openai: reply truncated (incomplete: {reason})", raw_text=raw_text)
         if refusals and not text and not calls:
             raise RefusalError("openai: the model refused", raw_text="\n".join(refusals))
+        note: str | None = None
         if self.cfg.protocol == "structured":
-            steps = [step_from_json(text)]
+            decoded = decode_step(text, raw_text)
+            steps, note = [decoded.value], decoded.note
         elif calls:
             reasoning = text.strip() or TOOL_ONLY_REASONING
-            steps = [
-                Step(
-                    reasoning=reasoning,
-                    action=tool_for(c.name, raw_text).action(c.arguments),
-                    call_id=c.call_id,
-                )
-                for c in calls
-            ]
+            steps, notes = [], []
+            for c in calls:
+                action = decode_tool_call(tool_for(c.name, raw_text), c.arguments, raw_text)
+                steps.append(Step(reasoning=reasoning, action=action.value, call_id=c.call_id))
+                notes += [f"{c.name}: {action.note}"] if action.note else []
+            note = "; ".join(notes) or None
         elif text.strip():
             steps = [Step(reasoning=text.strip(), action=AnswerAction(text=text.strip()))]
         else:
             raise ParseError("openai: empty reply (no text and no tool call)", raw_text=raw_text)
-        return ModelTurn(steps=steps, usage=usage, raw_text=raw_text)
+        return ModelTurn(steps=steps, usage=usage, raw_text=raw_text, decode_note=note)
 
     def _remember(self, ctx: CallContext, response: Any, turn: ModelTurn) -> None:
         """Keep this turn's reasoning items for the next requests, then shrink their encrypted content

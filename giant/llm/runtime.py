@@ -107,7 +107,7 @@ class CallRuntime:
         response: Any = None
         usage: Usage | None = None
 
-        def record(error: str | None = None) -> None:
+        def record(error: str | None = None, decode_note: str | None = None) -> None:
             record_call(
                 ctx,
                 conversation,
@@ -116,6 +116,7 @@ class CallRuntime:
                 request=request,
                 response=_dump(response),
                 error=error,
+                decode_note=decode_note,
             )
 
         try:
@@ -130,7 +131,7 @@ class CallRuntime:
             exc.usage = exc.usage or usage
             record(f"{exc.kind}: {exc}")
             raise
-        record()
+        record(decode_note=turn.decode_note)
         return turn
 
 
@@ -181,6 +182,7 @@ def record_call(
     request: dict[str, Any],
     response: Any = None,
     error: str | None = None,
+    decode_note: str | None = None,
 ) -> None:
     """Append one JSONL line: the wire request (images replaced by hash and label) and the response.
 
@@ -199,6 +201,7 @@ def record_call(
         "request": _sanitize(request, _image_index(conversation)),
         "response": response,
         "error": error,
+        "decode_note": decode_note,
     }
     path = Path(ctx.record_path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -104,7 +104,8 @@ def step_schema(kinds: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-# ----------------------------------------------------------------------------- parsing
+# ----------------------------------------------------------------------------- validation
+# (finding the object in a reply is giant.llm.decode's job)
 
 
 def _first_line(exc: ValidationError) -> str:
@@ -130,34 +131,6 @@ def step_from_data(data: Any, raw_text: str) -> Step:
         return Step.model_validate({"reasoning": data.get("reasoning"), "action": fields})
     except ValidationError as exc:
         raise ParseError(f"reply is not a valid step ({_first_line(exc)})", raw_text=raw_text) from None
-
-
-def step_from_json(text: str) -> Step:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"reply is not valid JSON ({exc.msg} at char {exc.pos})", raw_text=text) from None
-    return step_from_data(data, text)
-
-
-def extract_json_object(text: str) -> Any:
-    """Tolerant decoding for servers without schema enforcement: the whole text, else the first
-    decodable {...} inside it (after code fences or chatter). None if there is none."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            obj, _ = decoder.raw_decode(text, start)
-            if isinstance(obj, dict):
-                return obj
-        except json.JSONDecodeError:
-            pass
-        start = text.find("{", start + 1)
-    return None
 
 
 def step_to_data(step: Step) -> dict[str, Any]:
@@ -188,19 +161,16 @@ class Tool:
             "additionalProperties": False,
         }
 
-    def action(self, arguments: str) -> Any:
-        """Decode and validate a call's arguments; ParseError (raw text kept) when they are invalid."""
-        raw = f"{self.name}({arguments})"
-        try:
-            args = json.loads(arguments or "{}")
-        except json.JSONDecodeError:
-            raise ParseError(f"{self.name}: arguments are not valid JSON", raw_text=raw) from None
+    def validate(self, args: Any, raw_text: str) -> BaseModel:
+        """Decoded arguments as the action; ParseError (raw text kept) when they are invalid."""
         if not isinstance(args, dict):
-            raise ParseError(f"{self.name}: arguments are not an object", raw_text=raw)
+            raise ParseError(f"{self.name}: arguments are not an object", raw_text=raw_text)
         try:
             return ACTION_MODELS[self.kind].model_validate({f: args.get(p) for p, f in self.params.items()})
         except ValidationError as exc:
-            raise ParseError(f"{self.name}: invalid arguments ({_first_line(exc)})", raw_text=raw) from None
+            raise ParseError(
+                f"{self.name}: invalid arguments ({_first_line(exc)})", raw_text=raw_text
+            ) from None
 
     def arguments(self, action: BaseModel) -> str:
         return json.dumps({p: getattr(action, f) for p, f in self.params.items()})

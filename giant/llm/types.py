@@ -100,7 +100,8 @@ class ModelTurn(BaseModel):
 
     steps: list[Step] = Field(min_length=1)
     usage: Usage
-    raw_text: str = ""
+    raw_text: str = ""  # the whole reply, whatever the decoder passed over
+    decode_note: str | None = None  # how the steps were found when the reply was not one clean object
 
 
 # ----------------------------------------------------------------------------- conversation

@@ -164,3 +164,14 @@ def chat_body(content: str | None, finish_reason: str = "stop", refusal: str | N
             "prompt_tokens_details": {"cached_tokens": 100},
         },
     }
+
+
+def messy_replies(valid: str, invalid: str) -> dict[str, tuple[str, str]]:
+    """Replies real models send around one valid step (`valid`, a JSON text), by case: the reply and
+    a phrase the decoder's note must contain. `invalid` is a JSON step that fails validation."""
+    return {
+        "chatter_after": (f"{valid}\n\nI hope this helps!", "extra text after the JSON ignored"),
+        "same_object_twice": (f"{valid}\n{valid}", "extra text after the JSON ignored"),
+        "prose_then_fence": (f"Here is my next step.\n```json\n{valid}\n```", "text before the JSON ignored"),
+        "invalid_then_valid": (f"{invalid}\nSorry, corrected:\n{valid}", "1 earlier JSON object(s) skipped"),
+    }

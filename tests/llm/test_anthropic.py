@@ -16,6 +16,7 @@ from giant.llm.schema import step_schema
 from giant.llm.types import (
     AnswerAction,
     AssistantMessage,
+    ConchAction,
     Conversation,
     CropAction,
     NoteAction,
@@ -27,13 +28,14 @@ from giant.llm.types import (
     UserMessage,
 )
 from tests.llm.conftest import make_conversation, make_ctx, make_image
-from tests.llm.mock_api import MockAPI, call, messages_body, text_block, tool_use
+from tests.llm.mock_api import MockAPI, call, messages_body, messy_replies, text_block, tool_use
 
 KEY = "sk-ant-test-SECRET-0123456789"
 CFG = ProviderConfig(name="anthropic", model="claude-opus-4-5")
 NO_THINKING = CFG.model_copy(update={"thinking_budget": None})
 TOOLS_CFG = CFG.model_copy(update={"protocol": "tools"})
-CROP_INPUT = {"reasoning": "look", "action": {"type": "crop", "x": 1, "y": 2, "width": 3, "height": 4}}
+CROP = {"type": "crop", "x": 1, "y": 2, "width": 3, "height": 4}
+CROP_INPUT = {"reasoning": "look", "action": CROP}
 
 
 @pytest.fixture(autouse=True)
@@ -98,6 +100,44 @@ def test_thinking_uses_auto_tool_choice_and_reads_text_replies() -> None:
     assert second.steps[0].action == AnswerAction(
         text='<report>ok</report>\n<response>{"answer": 2}</response>'
     )
+
+
+# ----------------------------------------------------------------------------- messy replies (issue 9)
+
+
+def test_step_tool_input_with_the_action_as_a_json_string_is_decoded() -> None:
+    """Claude sometimes sends the nested action of the step tool as a JSON-encoded string."""
+    stringified = {"reasoning": "look", "action": json.dumps(CROP_INPUT["action"])}
+    api = MockAPI(messages_body(tool_use("submit_step", stringified, "toolu_9"), stop_reason="tool_use"))
+    turn = call(api, cfg=NO_THINKING)
+    assert turn.steps == [
+        Step(reasoning="look", action=CropAction(x=1, y=2, width=3, height=4), call_id="toolu_9")
+    ]
+    assert turn.decode_note == "JSON string decoded in action"
+    assert json.dumps(stringified) in turn.raw_text
+
+
+def test_tools_mode_stringified_nested_input_is_decoded() -> None:
+    hypotheses = tool_use("conch", {"hypotheses": '["tumour", "stroma"]'}, "toolu_c")
+    api = MockAPI(messages_body(text_block("Score these."), hypotheses, stop_reason="tool_use"))
+    turn = call(api, cfg=TOOLS_CFG, ctx=make_ctx(extra_actions=("conch",)))
+    assert turn.steps == [
+        Step(reasoning="Score these.", action=ConchAction(hypotheses=["tumour", "stroma"]), call_id="toolu_c")
+    ]
+    assert turn.decode_note == "JSON string decoded in hypotheses"
+
+
+MESSY = messy_replies(json.dumps(CROP_INPUT), json.dumps({**CROP_INPUT, "action": {**CROP, "y": -22000}}))
+
+
+@pytest.mark.parametrize("case", list(MESSY))
+def test_thinking_text_reply_takes_the_first_valid_step(case: str) -> None:
+    """With thinking on the step may come as text, with the same chatter as from any model."""
+    reply, phrase = MESSY[case]
+    turn = call(MockAPI(messages_body(text_block(reply))), CFG)
+    assert [s.action for s in turn.steps] == [CropAction(x=1, y=2, width=3, height=4)]
+    assert turn.raw_text == reply.strip()
+    assert turn.decode_note is not None and phrase in turn.decode_note
 
 
 def test_cache_breakpoints_on_system_and_latest_image_only() -> None:

@@ -32,7 +32,15 @@ from giant.llm.types import (
     UserMessage,
 )
 from tests.llm.conftest import make_conversation, make_ctx, make_image
-from tests.llm.mock_api import MockAPI, call, function_call, message, responses_body, step_json
+from tests.llm.mock_api import (
+    MockAPI,
+    call,
+    function_call,
+    message,
+    messy_replies,
+    responses_body,
+    step_json,
+)
 
 KEY = "sk-test-SECRET-0123456789"
 CFG = ProviderConfig(name="openai", model="gpt-5")
@@ -244,6 +252,43 @@ def test_tools_invalid_arguments_are_a_parse_error() -> None:
     assert "-5" in err.value.raw_text
     with pytest.raises(ParseError, match="unknown tool"):
         call(MockAPI(responses_body(function_call("rm_rf", {}, "c2"))), cfg=TOOLS_CFG)
+
+
+# ----------------------------------------------------------------------------- messy replies (issue 9)
+
+MESSY = messy_replies(step_json(CROP), step_json({**CROP, "y": -22000}))
+
+
+@pytest.mark.parametrize("case", list(MESSY))
+def test_structured_takes_the_first_valid_step_of_a_messy_reply(case: str, tmp_path: Path) -> None:
+    """Strict json_schema output still sometimes carries chatter or a repeat after the object."""
+    reply, phrase = MESSY[case]
+    record = tmp_path / "calls.jsonl"
+    turn = call(MockAPI(responses_body(message(reply))), CFG, ctx=make_ctx(record_path=str(record)))
+    assert [s.action for s in turn.steps] == [CropAction(x=100, y=200, width=3000, height=2000)]
+    assert turn.raw_text == reply  # the whole reply stays in the record
+    assert turn.decode_note is not None and phrase in turn.decode_note
+    assert json.loads(record.read_text())["decode_note"] == turn.decode_note
+
+
+def test_structured_action_sent_as_a_json_string_is_decoded() -> None:
+    reply = json.dumps({"reasoning": "look", "action": json.dumps(CROP)})
+    turn = call(MockAPI(responses_body(message(reply))), CFG)
+    assert turn.steps[0].action == CropAction(x=100, y=200, width=3000, height=2000)
+    assert turn.decode_note == "JSON string decoded in action"
+
+
+def test_tools_stringified_nested_arguments_are_decoded() -> None:
+    hypotheses = function_call("conch", {"hypotheses": json.dumps(["tumour", "stroma"])}, "c1")
+    zoom = function_call("slide_zoom", {"x0": 1, "y0": 2, "w": 30, "h": 40}, "c2")
+    turn = call(
+        MockAPI(responses_body(hypotheses, zoom)), cfg=TOOLS_CFG, ctx=make_ctx(extra_actions=("conch",))
+    )
+    assert [s.action for s in turn.steps] == [
+        ConchAction(hypotheses=["tumour", "stroma"]),
+        CropAction(x=1, y=2, width=30, height=40),
+    ]
+    assert turn.decode_note == "conch: JSON string decoded in hypotheses"
 
 
 def test_tools_history_renders_calls_and_their_results() -> None:

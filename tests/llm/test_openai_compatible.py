@@ -11,7 +11,7 @@ from giant.llm.config import ProviderConfig
 from giant.llm.factory import build_provider, check_credentials
 from giant.llm.schema import step_schema
 from giant.llm.types import CropAction, ParseError, RefusalError
-from tests.llm.mock_api import MockAPI, call, chat_body, step_json
+from tests.llm.mock_api import MockAPI, call, chat_body, messy_replies, step_json
 
 CFG = ProviderConfig(name="openai_compatible", model="qwen2.5-vl", base_url="http://127.0.0.1:9/v1")
 LOOSE = CFG.model_copy(update={"json_schema": False})
@@ -52,8 +52,21 @@ def test_server_without_schema_support_gets_the_schema_in_the_prompt_and_toleran
     assert turn.raw_text == chatty
 
 
+MESSY = messy_replies(step_json(CROP), step_json({**CROP, "x": -1}))
+
+
+@pytest.mark.parametrize("cfg", [CFG, LOOSE], ids=["json_schema", "tolerant"])
+@pytest.mark.parametrize("case", list(MESSY))
+def test_the_first_valid_step_of_a_messy_reply_is_taken(case: str, cfg: ProviderConfig) -> None:
+    reply, phrase = MESSY[case]
+    turn = call(MockAPI(chat_body(reply)), cfg)
+    assert [s.action for s in turn.steps] == [CropAction(x=10, y=20, width=30, height=40)]
+    assert turn.raw_text == reply
+    assert turn.decode_note is not None and phrase in turn.decode_note
+
+
 def test_parse_failures_and_refusal() -> None:
-    with pytest.raises(ParseError, match="no JSON") as err:
+    with pytest.raises(ParseError, match="no complete JSON object") as err:
         call(MockAPI(chat_body("I think it is a carcinoma.")), cfg=LOOSE)
     assert err.value.raw_text == "I think it is a carcinoma."
     with pytest.raises(ParseError, match=r"action\.crop\.x"):

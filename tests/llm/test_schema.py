@@ -9,10 +9,8 @@ import pytest
 from giant.llm.schema import (
     ACTION_MODELS,
     TOOLS,
-    extract_json_object,
     offered_actions,
     step_from_data,
-    step_from_json,
     step_schema,
 )
 from giant.llm.types import CropAction, NoteAction, ParseError, Step
@@ -124,11 +122,3 @@ def test_flattened_reply_is_validated_by_pydantic() -> None:
         with pytest.raises(ParseError) as err:
             step_from_data(bad, "the raw reply")
         assert err.value.raw_text == "the raw reply"
-
-
-def test_json_decoding() -> None:
-    with pytest.raises(ParseError, match="not valid JSON"):
-        step_from_json("{nope")
-    assert extract_json_object('Sure! ```json\n{"a": {"b": 1}}\n``` done') == {"a": {"b": 1}}
-    assert extract_json_object('{bad} then {"ok": true}') == {"ok": True}
-    assert extract_json_object("no json here") is None

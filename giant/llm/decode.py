@@ -1,0 +1,154 @@
+"""One tolerant decoder for every provider's replies: steps in text, step tool inputs, tool arguments.
+
+Real models do not always send exactly one clean JSON object. GPT-5.x under strict json_schema output
+sometimes adds chatter after the object or sends it twice; open-weight models wrap it in prose or a
+```json fence; Claude sometimes sends a nested object of a tool input as a JSON-encoded string. A
+reply is therefore read as: the first complete top-level JSON object in the text that validates
+against the pydantic step models (an object that parses but does not validate is passed over for a
+later one), with strings in object- or array-typed fields decoded first. The full reply always stays
+in `raw_text`; `Decoded.note` says what was passed over, so the run record shows it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from giant.llm.schema import ACTION_MODELS, Tool, step_from_data, step_schema
+from giant.llm.types import ParseError, Step
+
+T = TypeVar("T")
+
+# The flattened step schema over every action: it only guides which fields may hold a JSON string.
+_STEP_SCHEMA = step_schema(tuple(ACTION_MODELS))
+
+
+@dataclass(frozen=True)
+class Decoded(Generic[T]):
+    """A validated value and, when the reply was not exactly that one clean object, how it was found."""
+
+    value: T
+    note: str | None = None
+
+
+def _allowed_types(schema: dict[str, Any]) -> set[str]:
+    kind = schema.get("type")
+    return {kind} if isinstance(kind, str) else set(kind or ())
+
+
+def decode_arguments(
+    value: Any, schema: dict[str, Any], decoded: list[str] | None = None, path: str = ""
+) -> Any:
+    """`value` with every JSON-encoded string that sits where `schema` wants an object or an array
+    replaced by what it encodes, recursively; the dotted paths decoded are appended to `decoded`.
+
+    The schema decides, not the look of the string: a string field (an answer text, a note) stays a
+    string even when it is exactly `{"answer": 3}`; a string that does not decode is left for
+    validation to name.
+    """
+    wanted = _allowed_types(schema)
+    if isinstance(value, str) and "string" not in wanted and wanted & {"object", "array"}:
+        text = value.strip()
+        if text[:1] in ("{", "["):
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError:
+                return value
+            if decoded is not None:
+                decoded.append(path or "(top level)")
+    properties = schema.get("properties")
+    if isinstance(value, dict) and isinstance(properties, dict):
+        return {
+            key: decode_arguments(item, properties[key], decoded, f"{path}.{key}".lstrip("."))
+            if key in properties
+            else item
+            for key, item in value.items()
+        }
+    items = schema.get("items")
+    if isinstance(value, list) and isinstance(items, dict):
+        return [decode_arguments(item, items, decoded, f"{path}[{i}]") for i, item in enumerate(value)]
+    return value
+
+
+def json_objects(text: str) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """Every complete top-level JSON object in `text`, in order, as (start, end, object).
+
+    Scanning resumes after an object, never inside it, so braces inside a string field are never
+    taken for an object of their own; a `{` that does not start valid JSON is skipped.
+    """
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            obj, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
+            continue
+        yield start, end, obj
+        start = text.find("{", end)
+
+
+def first_valid(
+    text: str, validate: Callable[[Any], Decoded[T]], *, raw_text: str, missing: str
+) -> Decoded[T]:
+    """The first JSON object in `text` that `validate` accepts. ParseError (with `raw_text`) saying
+    `missing` when there is no complete object, else the first object's validation message."""
+    first_error: str | None = None
+    skipped = prose = last_end = 0
+    for start, end, obj in json_objects(text):
+        prose += len(text[last_end:start].strip())
+        last_end = end
+        try:
+            found = validate(obj)
+        except ParseError as exc:
+            first_error = first_error or str(exc)
+            skipped += 1
+            continue
+        notes = []
+        if prose:
+            notes.append(f"text before the JSON ignored ({prose} chars)")
+        if skipped:
+            notes.append(f"{skipped} earlier JSON object(s) skipped: {first_error}")
+        if text[end:].strip():
+            notes.append(f"extra text after the JSON ignored ({len(text[end:].strip())} chars)")
+        if found.note:
+            notes.append(found.note)
+        return Decoded(found.value, "; ".join(notes) or None)
+    raise ParseError(first_error or missing, raw_text=raw_text)
+
+
+def step_value(data: Any, raw_text: str) -> Decoded[Step]:
+    """A decoded object (or a tool input) as a validated step, nested JSON strings decoded first."""
+    decoded: list[str] = []
+    step = step_from_data(decode_arguments(data, _STEP_SCHEMA, decoded), raw_text)
+    return Decoded(step, _nested_note(decoded))
+
+
+def decode_step(text: str, raw_text: str | None = None) -> Decoded[Step]:
+    """The step in a text reply: the first complete JSON object that is a valid step."""
+    raw = text if raw_text is None else raw_text
+    return first_valid(
+        text, lambda obj: step_value(obj, raw), raw_text=raw, missing="no complete JSON object in the reply"
+    )
+
+
+def decode_tool_call(tool: Tool, arguments: str | dict[str, Any], raw_text: str) -> Decoded[BaseModel]:
+    """A function/tool call's action: OpenAI sends the arguments as JSON text, Anthropic as an object."""
+
+    def validate(args: Any) -> Decoded[BaseModel]:
+        decoded: list[str] = []
+        action = tool.validate(decode_arguments(args, tool.parameters(), decoded), raw_text)
+        return Decoded(action, _nested_note(decoded))
+
+    if isinstance(arguments, dict):
+        return validate(arguments)
+    missing = f"{tool.name}: arguments are not a JSON object"
+    return first_valid(arguments or "{}", validate, raw_text=raw_text, missing=missing)
+
+
+def _nested_note(paths: list[str]) -> str | None:
+    return f"JSON string decoded in {', '.join(paths)}" if paths else None
