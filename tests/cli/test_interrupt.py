@@ -131,3 +131,60 @@ def test_sigterm_during_a_sweep_closes_its_parent_as_interrupted_not_failed(cli:
     )
     assert [(c.info.status, c.data.tags["status"]) for c in children] == [("KILLED", "interrupted")]
     assert not (sweep_dir / "1").exists()  # the sweep stopped: the second job never started
+
+
+def _children_of(pid: int) -> list[int]:
+    """Process ids whose parent is `pid` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended meanwhile
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.slow
+def test_submitit_local_requeues_a_preempted_job_which_resumes_its_run(cli: Env) -> None:
+    """SIGUSR2 is what SLURM sends before the time limit and on preemption (submitit's signal): the job
+    stops cleanly, submitit requeues it in place, and the requeued job finishes the same MLflow run."""
+    sweep_dir = cli.tmp / "submitit"
+    args = ["-m", "launcher=submitit_local", "provider=scripted", f"provider.script={_script(cli, 0.6)}"]
+    args += ["concurrency=1", "seed=11", f"tracking.uri={cli.uri}", f"hydra.sweep.dir={sweep_dir}"]
+    results = sweep_dir / "0" / "results.jsonl"
+    launcher = _start(cli, args)
+    _wait_for_lines(results, 2, launcher)
+    (controller,) = [int(p.name) for p in (sweep_dir / ".submitit").iterdir() if p.name.isdigit()]
+    (job,) = _children_of(controller)  # submitit's controller runs the job in a child process
+    os.kill(job, signal.SIGUSR2)
+    first = _lines(results)
+    _, launcher_err = launcher.communicate(timeout=120)
+    assert launcher.returncode == 0, launcher_err
+
+    job_err = (sweep_dir / ".submitit" / str(controller) / f"{controller}_0_log.err").read_text()
+    assert "Traceback" not in job_err, job_err
+    stops = [line for line in job_err.splitlines() if line.startswith("run_eval:")]
+    assert stops == [
+        "run_eval: stopped by SIGUSR2 (time limit or preemption); submitit requeues the job "
+        "and it resumes from its results"
+    ], job_err
+    job_out = (sweep_dir / ".submitit" / str(controller) / f"{controller}_0_log.out").read_text()
+    assert f"Requeued job {controller}" in job_out and "resuming run key" in job_out
+
+    final = _lines(results)
+    assert len(final) == N_ITEMS and len({json.loads(line)["key"] for line in final}) == N_ITEMS
+    assert set(first) <= set(final)  # the first attempt's items were not called again
+    client = MlflowClient(cli.uri)
+    info = json.loads((sweep_dir / "mlflow_sweep.json").read_text())
+    parent = client.get_run(info["parent_run_id"])
+    assert parent.info.status == "FINISHED" and parent.data.tags["status"] == "complete"
+    children = client.search_runs(
+        [info["experiment_id"]], f"tags.`mlflow.parentRunId` = '{info['parent_run_id']}'"
+    )
+    assert len(children) == 1  # the requeued job reattached its run
+    (child,) = children
+    assert child.info.status == "FINISHED" and child.data.tags["status"] == "complete"
+    assert child.data.tags["interruption"] == "SIGUSR2 (time limit or preemption)"
+    assert child.data.metrics["n_items"] == N_ITEMS
