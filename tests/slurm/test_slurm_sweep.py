@@ -1,0 +1,81 @@
+"""Sweeps through `launcher=submitit_slurm` on a real one-node SLURM cluster, logging to a real MLflow
+server: each Hydra job is a SLURM array task, and its record must end up where a cluster user looks.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from mlflow.entities import Run
+
+from giant.eval.results import ResultRecord, read_results
+from tests.slurm.conftest import Report, SlurmStack
+
+pytestmark = pytest.mark.slow
+
+
+def sweep_runs(slurm: SlurmStack, sweep_dir: Path) -> tuple[Run, list[Run]]:
+    """The sweep's parent run and its child runs, as the MLflow server has them."""
+    parent_id = json.loads((sweep_dir / "mlflow_sweep.json").read_text())["parent_run_id"]
+    client = slurm.client()
+    parent = client.get_run(parent_id)
+    children = client.search_runs(
+        [parent.info.experiment_id], f"tags.`mlflow.parentRunId` = '{parent_id}'", max_results=100
+    )
+    return parent, children
+
+
+def results(child: Run) -> list[ResultRecord]:
+    return read_results(Path(child.data.tags["output_dir"]) / "results.jsonl")
+
+
+def slurm_job_id(child: Run) -> str:
+    """The SLURM job id Hydra recorded for the job (submitit reads it from SLURM_JOB_ID and friends)."""
+    hydra = yaml.safe_load((Path(child.data.tags["output_dir"]) / ".hydra" / "hydra.yaml").read_text())
+    return str(hydra["hydra"]["job"]["id"])
+
+
+def requeues(sweep_dir: Path) -> int:
+    """How often submitit requeued a job: it logs one line per `scontrol requeue`."""
+    logs = (sweep_dir / ".submitit").glob("*/*_log.err")
+    return sum(path.read_text(errors="replace").count("Requeued job") for path in logs)
+
+
+def test_every_slurm_job_finishes_its_child_run_under_the_parent(slurm: SlurmStack, report: Report) -> None:
+    started = time.monotonic()
+    sweep_dir = slurm.sweep(
+        "sweep",
+        "provider=random",
+        "dataset=demo",
+        "agent.max_steps=1,2",
+        "limit=3",
+        "hydra.launcher.timeout_min=10",
+    )
+    seconds = time.monotonic() - started
+    parent, children = sweep_runs(slurm, sweep_dir)
+    assert parent.info.status == "FINISHED" and parent.data.tags["status"] == "complete"
+    assert parent.data.metrics["n_jobs"] == 2 and parent.data.metrics["n_failed"] == 0
+    assert sorted(child.data.tags["T"] for child in children) == ["1", "2"]
+    submitted = {path.name for path in (sweep_dir / ".submitit").iterdir() if path.name != "%j"}
+    for child in children:
+        assert child.info.status == "FINISHED", child.data.tags
+        assert child.data.tags["status"] == "complete"
+        assert child.data.tags["sweep_id"] == parent.info.run_id
+        assert child.data.metrics["n_items"] == 3
+        assert Path(child.data.tags["output_dir"]).parent == sweep_dir
+        assert slurm_job_id(child) in submitted  # the job ran as that SLURM array task
+        assert len({record.key for record in results(child)}) == len(results(child)) == 3
+    assert len({slurm_job_id(child) for child in children}) == 2
+    records = [record for child in children for record in results(child)]
+    report(
+        "sweep (random provider, T=1,2, 3 items each)",
+        jobs=len(children),
+        requeues=requeues(sweep_dir),
+        items=len(records),
+        calls=sum(record.calls for record in records),
+        seconds=round(seconds, 1),
+    )
