@@ -144,7 +144,9 @@ def _call(call: Call, crops: list[tuple[int, Region]], folder: Path) -> str:
         body.append(f"<div><b>reasoning</b><pre>{_e(step.reasoning)}</pre>{_action(step)}</div>")
     if call.error:
         body.append(f'<p class="error"><b>error ({_e(call.error_kind or "?")})</b>: {_e(call.error)}</p>')
-    if call.raw_text and not call.steps:
+    if call.decode_note:  # the reply was usable only after passing over part of it: show what and why
+        body.append(f'<p class="feedback"><b>reply decoded</b>: {_e(call.decode_note)}</p>')
+    if call.raw_text and (not call.steps or call.decode_note):
         body.append(f"<details><summary>raw model output</summary><pre>{_e(call.raw_text)}</pre></details>")
     body += [
         _region_figure(region, number, folder) for number, region in crops if region.call_index == call.index

@@ -141,7 +141,12 @@ def hand_built(tmp_path: Path) -> Trajectory:
                 feedback="Reply with one JSON object",
                 usage=Usage(input_tokens=10, cost_usd=None),
             ),
-            Call(index=3, steps=[Step(reasoning="r", action=AnswerAction(text="x"))]),
+            Call(
+                index=3,
+                steps=[Step(reasoning="r", action=AnswerAction(text="x"))],
+                raw_text='{"reasoning": "r", "action": {"type": "answer", "text": "x"}} I hope this helps',
+                decode_note="extra text after the JSON ignored (18 chars)",
+            ),
         ],
         status="step_limit_exceeded",
         reason="no answer after 3 retries",
@@ -156,6 +161,9 @@ def test_errors_feedback_and_missing_images(tmp_path: Path) -> None:
     assert '<rect x="100.0" y="50.0" width="40.0" height="40.0"' in page  # 4000 px -> 400 px: 1/10
     assert "cost unknown" in page and '<span class="unknown">not scored</span>' in page
     assert "step_limit_exceeded" in page and "no answer after 3 retries" in page
+    # a reply used after passing over chatter shows the note and the whole reply
+    assert "<b>reply decoded</b>: extra text after the JSON ignored (18 chars)" in page
+    assert "I hope this helps" in page
 
 
 def test_truth_and_verdict_come_from_the_runs_results(tmp_path: Path) -> None:
