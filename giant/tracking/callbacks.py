@@ -74,13 +74,14 @@ class MlflowSweepCallback(Callback):
 
         try:
             validate_sweep(config)
+            tracking = tracking_settings(config)
+            opened = open_experiment(tracking) if tracking.enabled else None
         except ConfigError as err:  # one line and exit 2, as for a single run (scripts/run_eval.py)
             print(f"run_eval: {err}", file=sys.stderr)
             sys.exit(2)
-        tracking = tracking_settings(config)
-        if not tracking.enabled:
+        if opened is None:
             return
-        client, experiment_id = open_experiment(tracking)
+        client, experiment_id = opened
         overrides = " ".join(config.hydra.overrides.task)
         secrets = secret_values()
         sweep_dir = Path(config.hydra.sweep.dir)

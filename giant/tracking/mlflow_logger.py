@@ -29,6 +29,7 @@ from giant.errors import ConfigError
 from giant.eval.summary import Summary
 from giant.tracking.params import to_params
 from giant.tracking.secrets import contains_secret, scrub, secret_values
+from giant.tracking.store import ensure_sqlite_store, opening_store, sqlite_path
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +60,8 @@ def artifact_location(tracking: TrackingSettings) -> str | None:
     """Artifacts beside a local sqlite store (`mlruns/artifacts`), else the server's default."""
     if tracking.artifact_location:
         return tracking.artifact_location
-    prefix = "sqlite:///"
-    if tracking.uri.startswith(prefix):
-        return (Path(tracking.uri[len(prefix) :]).parent / "artifacts").as_uri()
-    return None
+    database = sqlite_path(tracking.uri)
+    return (database.parent / "artifacts").as_uri() if database is not None else None
 
 
 def check_server(uri: str, timeout_s: float = 5.0) -> None:
@@ -86,13 +85,15 @@ def check_server(uri: str, timeout_s: float = 5.0) -> None:
 
 
 def open_experiment(tracking: TrackingSettings) -> tuple[MlflowClient, str]:
-    """The client and experiment id; creates the sqlite file, its folder and the experiment if needed."""
-    prefix = "sqlite:///"
-    if tracking.uri.startswith(prefix):
-        Path(tracking.uri[len(prefix) :]).parent.mkdir(parents=True, exist_ok=True)
+    """The client and experiment id; creates the sqlite file (whole or not at all), its folder and the
+    experiment if needed. A sqlite store MLflow cannot open is a one-line `ConfigError`."""
+    database = sqlite_path(tracking.uri)
+    if database is not None:
+        ensure_sqlite_store(database, artifact_location(tracking))
     check_server(tracking.uri)
-    client = MlflowClient(tracking_uri=tracking.uri)
-    experiment = client.get_experiment_by_name(tracking.experiment)
+    with opening_store(tracking.uri):  # the client opens (and checks) the store
+        client = MlflowClient(tracking_uri=tracking.uri)
+        experiment = client.get_experiment_by_name(tracking.experiment)
     if experiment is not None:
         return client, experiment.experiment_id
     try:
