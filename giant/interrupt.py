@@ -16,9 +16,11 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -140,3 +142,34 @@ def stop_on_signals() -> Iterator[StopRequest]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def guard_sweep() -> None:
+    """For the launching process of a sweep (`-m`): SIGTERM is passed on to the job processes it started
+    (joblib's workers, submitit's local controllers), which stop cleanly themselves and end the sweep;
+    with none running (the basic launcher between jobs, or SLURM jobs that run elsewhere) the sweep ends
+    at once. The stop is recorded either way, so the sweep's parent run is closed as interrupted.
+    A basic-launcher job replaces this handler with its own while it runs (stop_on_signals)."""
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        note_stop(signal.Signals(signum).name)
+        children = _children()
+        for pid in children:
+            with suppress(ProcessLookupError):  # ended meanwhile
+                os.kill(pid, signum)
+        if not children:
+            print("run_eval: stopped by SIGTERM; rerun the same command to resume", file=sys.stderr)
+            raise SystemExit(EXIT_TERMINATED)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+
+def _children() -> list[int]:
+    """This process's child processes (Linux /proc; none elsewhere)."""
+    pids: list[int] = []
+    for listing in Path("/proc/self/task").glob("*/children"):
+        try:
+            pids += [int(pid) for pid in listing.read_text().split()]
+        except OSError:
+            continue
+    return pids

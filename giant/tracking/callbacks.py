@@ -121,6 +121,7 @@ class MlflowSweepCallback(Callback):
         client.set_terminated(run_id, status="FAILED")
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from giant.interrupt import stopped_by
         from giant.tracking.mlflow_logger import PARENT_TAG, SweepInfo, open_experiment
 
         sweep = SweepInfo.read(Path(config.hydra.sweep.dir))
@@ -140,9 +141,14 @@ class MlflowSweepCallback(Callback):
         for key, value in {"n_jobs": len(children), "n_failed": failed, "n_incomplete": incomplete}.items():
             client.log_metric(sweep.parent_run_id, key, value)
         overall = "failed" if failed or not children else ("incomplete" if incomplete else "complete")
+        interruption = stopped_by()  # this process got SIGTERM and its jobs (joblib) stopped cleanly
+        if interruption:
+            overall = "interrupted"
+            client.set_tag(sweep.parent_run_id, "interruption", interruption)
         client.set_tag(sweep.parent_run_id, "status", overall)
         self._log_table(client, sweep.parent_run_id, children)
-        client.set_terminated(sweep.parent_run_id, status="FAILED" if overall == "failed" else "FINISHED")
+        ended = {"failed": "FAILED", "interrupted": "KILLED"}.get(overall, "FINISHED")
+        client.set_terminated(sweep.parent_run_id, status=ended)
 
     @staticmethod
     def _log_table(client: MlflowClient, parent_run_id: str, children: list[Run]) -> None:

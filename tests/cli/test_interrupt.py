@@ -133,6 +133,39 @@ def test_sigterm_during_a_sweep_closes_its_parent_as_interrupted_not_failed(cli:
     assert not (sweep_dir / "1").exists()  # the sweep stopped: the second job never started
 
 
+@pytest.mark.slow
+def test_sigterm_to_a_joblib_sweep_stops_every_running_job_cleanly(cli: Env) -> None:
+    """Only the sweep process gets the signal (`kill PID`): it passes it on to the workers, and no job
+    is killed by joblib before it has closed its run."""
+    sweep_dir = cli.tmp / "joblib"
+    args = ["-m", "launcher=joblib", "provider=scripted", f"provider.script={_script(cli, 0.6)}"]
+    args += [
+        "agent.max_steps=17,18",
+        "concurrency=1",
+        f"tracking.uri={cli.uri}",
+        f"hydra.sweep.dir={sweep_dir}",
+    ]
+    proc = _start(cli, args)
+    for job in ("0", "1"):
+        _wait_for_lines(sweep_dir / job / "results.jsonl", 1, proc)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and "Traceback" not in stderr, stderr
+    stops = [line for line in stderr.splitlines() if line.startswith("run_eval:")]
+    assert len(stops) == 2 and all(line.startswith("run_eval: stopped by SIGTERM") for line in stops)
+
+    client = MlflowClient(cli.uri)
+    info = json.loads((sweep_dir / "mlflow_sweep.json").read_text())
+    parent = client.get_run(info["parent_run_id"])
+    assert parent.info.status == "KILLED" and parent.data.tags["status"] == "interrupted"
+    children = client.search_runs(
+        [info["experiment_id"]], f"tags.`mlflow.parentRunId` = '{info['parent_run_id']}'"
+    )
+    assert sorted((c.info.status, c.data.tags["status"]) for c in children) == [("KILLED", "interrupted")] * 2
+    for job in ("0", "1"):
+        assert all(json.loads(line) for line in _lines(sweep_dir / job / "results.jsonl"))
+
+
 def _children_of(pid: int) -> list[int]:
     """Process ids whose parent is `pid` (Linux /proc)."""
     found = []
