@@ -20,6 +20,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from giant.config import RunSettings, resolve
+from giant.data.defects import Defect
 from giant.data.item import Item
 from giant.errors import ConfigError
 from giant.eval.summary import Summary
@@ -30,12 +31,13 @@ RESUME_DIR = "resume"  # under paths.cache_dir: run key -> output directory and 
 
 
 class JobData:
-    """The items of a job and where their slides are."""
+    """The items of a job, where their slides are, and the data defects that concern them."""
 
-    def __init__(self, items: list[Item], wsi_root: Path, dataset_hash: str) -> None:
+    def __init__(self, items: list[Item], wsi_root: Path, dataset_hash: str, defects: list[Defect]) -> None:
         self.items = items
         self.wsi_root = wsi_root
         self.dataset_hash = dataset_hash
+        self.defects = defects
 
 
 def load_data(settings: RunSettings) -> JobData:
@@ -65,7 +67,10 @@ def load_data(settings: RunSettings) -> JobData:
         )
     items = select_items(dataset.items, limit=settings.run.limit, item_ids=settings.run.item_ids)
     root = wsi_root if wsi_root is not None else settings.paths.wsi_root
-    return JobData(items, root, dataset.content_hash)
+    chosen = {item.key for item in items}
+    # A kept or repaired defect matters when its item runs; a dropped one always shaped the item set.
+    defects = [d for d in dataset.defects if d.resolution == "dropped" or d.key in chosen]
+    return JobData(items, root, dataset.content_hash, defects)
 
 
 def select_items(items: Sequence[Item], *, limit: int | None, item_ids: Sequence[str] | None) -> list[Item]:
@@ -133,12 +138,14 @@ def run_job(cfg: DictConfig) -> float | None:
                 dataset_hash=data.dataset_hash,
                 resume_from=resume_from,
                 stop=stop,
+                dataset_defects=data.defects,
             )
         )
         if stop.requested and not summary.complete:  # a stop after the last item changes nothing
             raise Interrupted(stop)
+        outputs = _write_outputs(settings, summary, out_dir)
         if job is not None:
-            _finish_tracking(job, settings, summary, out_dir)
+            _finish_tracking(job, settings, summary, out_dir, outputs)
     _report(settings, summary, out_dir, job.run_id if job else None)
     return summary.metric.point
 
@@ -199,12 +206,12 @@ def _start_tracking(
     return JobRun.start(settings, config=resolve(cfg), tags=tags, sweep=sweep, resume_run_id=resume_run_id)
 
 
-def _finish_tracking(job: Any, settings: RunSettings, summary: Summary, out_dir: Path) -> None:
-    from giant.tracking.artifacts import write_confusion_matrix, write_predictions
+def _write_outputs(settings: RunSettings, summary: Summary, out_dir: Path) -> dict[str, Path]:
+    """The job folder's derived files, written with or without MLflow (tracking only uploads them):
+    artifact path -> file. The trajectory.html pages go into the trajectory folders."""
+    from giant.tracking.artifacts import write_confusion_matrix, write_defects, write_predictions
 
-    job.log_summary(summary)
-    files = {name: out_dir / name for name in ("results.jsonl", "summary.json")}
-    files.update({log_file.name: log_file for log_file in out_dir.glob("*.log")})  # Hydra's job log
+    files: dict[str, Path] = {}
     predictions = write_predictions(out_dir / "results.jsonl", out_dir)
     if predictions is not None:
         files[predictions.name] = predictions
@@ -214,14 +221,26 @@ def _finish_tracking(job: Any, settings: RunSettings, summary: Summary, out_dir:
             )
             if matrix is not None:
                 files[matrix.name] = matrix
+    defects = write_defects(summary.dataset_defects, out_dir)
+    if defects is not None:
+        files[defects.name] = defects
     resolved = out_dir / "resolved_config.json"
     resolved.write_text(json.dumps(settings.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
     files[f"config/{resolved.name}"] = resolved
+    _write_viewer_pages(out_dir / "trajectories")
+    return files
+
+
+def _finish_tracking(
+    job: Any, settings: RunSettings, summary: Summary, out_dir: Path, outputs: dict[str, Path]
+) -> None:
+    job.log_summary(summary)
+    files = {name: out_dir / name for name in ("results.jsonl", "summary.json")}
+    files.update({log_file.name: log_file for log_file in out_dir.glob("*.log")})  # Hydra's job log
+    files.update(outputs)
     for name in ("config.yaml", "overrides.yaml", "hydra.yaml"):
         files[f"config/hydra/{name}"] = out_dir / ".hydra" / name
-    trajectories = out_dir / "trajectories"
-    _write_viewer_pages(trajectories)
-    job.log_artifacts(files, {"trajectories": trajectories})
+    job.log_artifacts(files, {"trajectories": out_dir / "trajectories"})
     if settings.tracking.traces:
         from giant.tracking.traces import log_traces
 

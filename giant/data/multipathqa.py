@@ -12,11 +12,12 @@ import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, cast
+from typing import cast
 
 import pandas as pd
 from pydantic import BaseModel
 
+from giant.data.defects import Defect
 from giant.data.item import Item, Metric
 from giant.data.prompts import render_prompt
 from giant.errors import ConfigError
@@ -52,15 +53,6 @@ GRADES = range(0, 6)  # ISUP 0 (benign) .. 5, the label space of every task with
 # The released CSV gives 10 SlideBench rows the question of the ExpertVQA row with the same id.
 DEFECTIVE = "tcga_slidebench"
 DEFECT_SOURCE = "tcga_expert_vqa"
-
-Resolution = Literal["kept", "repaired", "dropped"]
-
-
-class Defect(BaseModel):
-    benchmark: str
-    benchmark_id: str
-    description: str
-    resolution: Resolution = "kept"
 
 
 class Dataset(BaseModel):
@@ -225,7 +217,7 @@ def _read_fixes(path: Path) -> dict[str, str]:
 def _resolve_defects(
     items: list[Item], defects: list[Defect], fixes: dict[str, str], drop: bool
 ) -> tuple[list[Item], list[Defect]]:
-    by_key = {f"{d.benchmark}/{d.benchmark_id}": d for d in defects}
+    by_key = {d.key: d for d in defects}
     kept: list[Item] = []
     resolved: dict[str, Defect] = {}
     for item in items:

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from giant.agent import run_episode
 from giant.agent.config import AgentConfig
 from giant.agent.trajectory import Trajectory
+from giant.data.defects import Defect
 from giant.data.item import Item
 from giant.data.slides import SlideMissingError, SlidePathError, resolve_slide
 from giant.errors import ConfigError
@@ -174,10 +175,12 @@ async def run_eval(
     dataset_hash: str,
     resume_from: Path | None = None,
     stop: StopRequest | None = None,
+    dataset_defects: Sequence[Defect] = (),
 ) -> Summary:
     """Run every pending item-run, write results.jsonl, trajectories/ and summary.json in `out_dir`.
 
-    `stop` (giant.interrupt) ends the run early and cleanly; the summary then says it is incomplete."""
+    `stop` (giant.interrupt) ends the run early and cleanly; the summary then says it is incomplete.
+    `dataset_defects` (the loader's report on `items`) is recorded in summary.json."""
     dataset, metric_name = check_items(items)
     slots = {(item.key, k) for item in items for k in range(run.runs_per_item)}
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -264,6 +267,7 @@ async def run_eval(
                 wall_s=time.perf_counter() - started,
                 ran=progress.ran,
                 incomplete_reason=reason,
+                dataset_defects=dataset_defects,
             )
             (out_dir / SUMMARY_FILE).write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return summary

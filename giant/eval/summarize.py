@@ -13,6 +13,7 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 
+from giant.data.defects import Defect
 from giant.data.item import Item
 from giant.eval.bootstrap import bootstrap
 from giant.eval.metrics import accuracy, balanced_accuracy, score
@@ -42,8 +43,10 @@ def summarize(
     wall_s: float = 0.0,
     ran: int = 0,
     incomplete_reason: str = "",
+    dataset_defects: Sequence[Defect] = (),
 ) -> Summary:
-    """`ran` is how many item-runs this invocation executed (for items_per_hour over `wall_s`)."""
+    """`ran` is how many item-runs this invocation executed (for items_per_hour over `wall_s`);
+    `dataset_defects` the loader's report on the items, recorded as it is."""
     slots = {(item.key, k) for item in items for k in range(runs_per_item)}
     latest = {slot: record for slot, record in latest_by_slot(list(records)).items() if slot in slots}
     runs = list(latest.values())
@@ -86,6 +89,7 @@ def summarize(
         panda_null_as_zero=panda_null_as_zero,
         totals=_totals(runs, wall_s, ran),
         provenance=provenance,
+        dataset_defects=list(dataset_defects),
     )
 
 

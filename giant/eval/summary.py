@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
+from giant.data.defects import Defect
 from giant.llm.types import TokenCounts
 
 
@@ -65,3 +66,11 @@ class Summary(BaseModel):
     panda_null_as_zero: bool = True
     totals: Totals = Field(default_factory=Totals)
     provenance: Provenance
+    # Questions of the loaded data that cannot be scored as given (e.g. the 10 tcga_slidebench rows
+    # that carry an ExpertVQA question), kept with the result they may distort.
+    dataset_defects: list[Defect] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def n_dataset_defects(self) -> int:
+        return len(self.dataset_defects)

@@ -1,8 +1,11 @@
-"""Derived files logged with each job: a predictions table and, for classification tasks, the
-confusion matrix (truth x prediction, failures in their own column) as a PNG."""
+"""Derived files of each job folder (uploaded to MLflow when tracking is on): a predictions table,
+for classification tasks the confusion matrix (truth x prediction, failures in their own column) as
+a PNG, and the list of data defects that concern the job's items."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -12,10 +15,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from giant.data.defects import Defect
 from giant.eval.results import read_results
 
 PREDICTIONS_FILE = "predictions.csv"
 CONFUSION_FILE = "confusion_matrix.png"
+DEFECTS_FILE = "dataset_defects.json"
 COLUMNS = [
     "key",
     "benchmark",
@@ -81,4 +86,14 @@ def write_confusion_matrix(predictions_path: Path, out_dir: Path, *, title: str)
     path = out_dir / CONFUSION_FILE
     fig.savefig(path, dpi=100)
     plt.close(fig)
+    return path
+
+
+def write_defects(defects: Sequence[Defect], out_dir: Path) -> Path | None:
+    """dataset_defects.json, the same list as summary.json's; none when the data had no defect."""
+    if not defects:
+        return None
+    path = out_dir / DEFECTS_FILE
+    rows = [defect.model_dump(mode="json") for defect in defects]
+    path.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     return path

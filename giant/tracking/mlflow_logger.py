@@ -155,6 +155,7 @@ def summary_metrics(summary: Summary) -> dict[str, float]:
         "n_items": summary.n_items,
         "n_scored": summary.n_scored,
         "n_skipped": summary.n_skipped,
+        "n_dataset_defects": summary.n_dataset_defects,
         "steps_mean": totals.steps_mean,
         "steps_max": totals.steps_max,
         "crops_per_item": totals.crops_per_item,
