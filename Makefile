@@ -40,6 +40,7 @@ demo: $(VENV_STAMP) ## synthetic slides, random provider, a real sweep into MLfl
 	echo "Open the MLflow UI with: make ui   (then http://127.0.0.1:5000, experiment 'giant')"
 
 ui: $(VENV_STAMP) ## MLflow UI on 127.0.0.1 against the default store
+	@$(PY) -m giant.tracking.store $${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/mlruns/mlflow.db}
 	$(PY) -m mlflow ui --backend-store-uri $${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/mlruns/mlflow.db} \
 		--default-artifact-root $(CURDIR)/mlruns/artifacts --host 127.0.0.1 --port $${MLFLOW_PORT:-5000}
 

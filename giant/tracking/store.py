@@ -15,7 +15,8 @@ import glob
 import logging
 import os
 import secrets
-from collections.abc import Iterator
+import sys
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -81,7 +82,10 @@ def opening_store(uri: str) -> Iterator[None]:
 def broken_store(uri: str, path: Path, exc: BaseException) -> ConfigError:
     """The one-line report for a store MLflow cannot open (`exc` is what MLflow raised)."""
     cause = (str(exc).splitlines() or [type(exc).__name__])[0]
-    aside = f"move it aside (mv {path} {path}.broken) and rerun, or set tracking.uri to another file"
+    aside = (
+        f"move it aside (mv {path} {path}.broken) and rerun, or point tracking.uri (MLFLOW_TRACKING_URI) "
+        "at another file"
+    )
     if "out-of-date database schema" in cause:  # MLflow's wording when the schema revision differs
         found = cause.split("(", 1)[-1].split(")", 1)[0]
         return ConfigError(
@@ -122,3 +126,29 @@ def _fsync(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m giant.tracking.store URI` (run by `make ui`): `mlflow ui` would build a missing store
+    in place, interruptible like any first run, and meet a broken one with a traceback."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print("usage: python -m giant.tracking.store TRACKING_URI", file=sys.stderr)
+        return 2
+    uri, path = args[0], sqlite_path(args[0])
+    if path is None:  # a server or another store: nothing to build here
+        return 0
+    try:
+        ensure_sqlite_store(path, None)
+        with opening_store(uri):
+            from mlflow.tracking import MlflowClient
+
+            MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
+    except ConfigError as err:
+        print(f"make ui: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
