@@ -57,11 +57,9 @@ class StopRequest:
         return f"{name} (time limit or preemption)" if self.requeues else name
 
     def request(self, signum: int, frame: FrameType | None = None) -> None:
-        """The signal handler: records the first signal and wakes the runner; never raises."""
-        global _last_stop
+        """Records the first signal and wakes the runner; never raises (it runs as a signal handler)."""
         if self.signum is None:
             self.signum = signum
-            _last_stop = self.reason
         for listener in list(self._listeners):
             listener()
 
@@ -134,7 +132,12 @@ def stop_on_signals() -> Iterator[StopRequest]:
         yield stop
         return
     signums = [signal.SIGTERM] + ([requeue] if requeue is not None else [])
-    previous = {signum: signal.signal(signum, stop.request) for signum in signums}
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        stop.request(signum)
+        note_stop(stop.reason)
+
+    previous = {signum: signal.signal(signum, handle) for signum in signums}
     if requeue is not None:
         stop.requeue_handler = previous[requeue]
     try:

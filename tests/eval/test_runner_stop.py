@@ -9,6 +9,9 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
+from giant import interrupt
 from giant.data.item import Item
 from giant.eval.results import RESULTS_FILE, read_results
 from giant.eval.runner import RunConfig, run_eval
@@ -96,8 +99,9 @@ def test_a_call_that_outlasts_the_grace_period_is_cancelled(wsi_root: Path, tmp_
 
 
 def test_a_real_sigterm_requests_a_stop_and_the_old_handler_comes_back(
-    wsi_root: Path, tmp_path: Path
+    wsi_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(interrupt, "_last_stop", None)  # the process-wide record is restored afterwards
     items = make_items(6, SLIDES)
     provider = CountingProvider(FaultyProvider(latency=0.2, answer_at=2))
     before = signal.getsignal(signal.SIGTERM)
@@ -108,6 +112,6 @@ def test_a_real_sigterm_requests_a_stop_and_the_old_handler_comes_back(
 
     with stop_on_signals() as stop:
         summary = asyncio.run(run(stop))
-    assert stop.requested and stop.reason == "SIGTERM"
+    assert stop.requested and stop.reason == "SIGTERM" and interrupt.stopped_by() == "SIGTERM"
     assert not summary.complete and sum(provider.calls.values()) < 18
     assert signal.getsignal(signal.SIGTERM) == before
