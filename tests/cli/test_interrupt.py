@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
 from tests.cli.test_run_eval import SCRIPT, SECRET, Env
@@ -61,6 +62,15 @@ def _wait_for_lines(results: Path, n: int, proc: subprocess.Popen[str], timeout_
         assert proc.poll() is None, f"exited {proc.returncode} before {n} results"
         assert time.monotonic() < deadline, f"no {n} results in {timeout_s} s"
         time.sleep(0.05)
+
+
+def _sweep_runs(cli: Env, sweep_dir: Path) -> tuple[Run, list[Run]]:
+    """The sweep's parent run and its child runs."""
+    client = MlflowClient(cli.uri)
+    info = json.loads((sweep_dir / "mlflow_sweep.json").read_text())
+    parent_id = info["parent_run_id"]
+    children = client.search_runs([info["experiment_id"]], f"tags.`mlflow.parentRunId` = '{parent_id}'")
+    return client.get_run(parent_id), children
 
 
 def _assert_one_line_stop(proc: subprocess.Popen[str], stderr: str) -> None:
@@ -121,14 +131,9 @@ def test_sigterm_during_a_sweep_closes_its_parent_as_interrupted_not_failed(cli:
     _, stderr = proc.communicate(timeout=60)
     _assert_one_line_stop(proc, stderr)
 
-    client = MlflowClient(cli.uri)
-    info = json.loads((sweep_dir / "mlflow_sweep.json").read_text())
-    parent = client.get_run(info["parent_run_id"])
+    parent, children = _sweep_runs(cli, sweep_dir)
     assert parent.info.status == "KILLED", parent.data.tags
     assert parent.data.tags["status"] == "interrupted" and parent.data.tags["interruption"] == "SIGTERM"
-    children = client.search_runs(
-        [info["experiment_id"]], f"tags.`mlflow.parentRunId` = '{info['parent_run_id']}'"
-    )
     assert [(c.info.status, c.data.tags["status"]) for c in children] == [("KILLED", "interrupted")]
     assert not (sweep_dir / "1").exists()  # the sweep stopped: the second job never started
 
@@ -154,13 +159,8 @@ def test_sigterm_to_a_joblib_sweep_stops_every_running_job_cleanly(cli: Env) -> 
     stops = [line for line in stderr.splitlines() if line.startswith("run_eval:")]
     assert len(stops) == 2 and all(line.startswith("run_eval: stopped by SIGTERM") for line in stops)
 
-    client = MlflowClient(cli.uri)
-    info = json.loads((sweep_dir / "mlflow_sweep.json").read_text())
-    parent = client.get_run(info["parent_run_id"])
+    parent, children = _sweep_runs(cli, sweep_dir)
     assert parent.info.status == "KILLED" and parent.data.tags["status"] == "interrupted"
-    children = client.search_runs(
-        [info["experiment_id"]], f"tags.`mlflow.parentRunId` = '{info['parent_run_id']}'"
-    )
     assert sorted((c.info.status, c.data.tags["status"]) for c in children) == [("KILLED", "interrupted")] * 2
     for job in ("0", "1"):
         assert all(json.loads(line) for line in _lines(sweep_dir / job / "results.jsonl"))
@@ -209,13 +209,8 @@ def test_submitit_local_requeues_a_preempted_job_which_resumes_its_run(cli: Env)
     final = _lines(results)
     assert len(final) == N_ITEMS and len({json.loads(line)["key"] for line in final}) == N_ITEMS
     assert set(first) <= set(final)  # the first attempt's items were not called again
-    client = MlflowClient(cli.uri)
-    info = json.loads((sweep_dir / "mlflow_sweep.json").read_text())
-    parent = client.get_run(info["parent_run_id"])
+    parent, children = _sweep_runs(cli, sweep_dir)
     assert parent.info.status == "FINISHED" and parent.data.tags["status"] == "complete"
-    children = client.search_runs(
-        [info["experiment_id"]], f"tags.`mlflow.parentRunId` = '{info['parent_run_id']}'"
-    )
     assert len(children) == 1  # the requeued job reattached its run
     (child,) = children
     assert child.info.status == "FINISHED" and child.data.tags["status"] == "complete"
