@@ -36,12 +36,14 @@ class SlurmStack:
 
     @property
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in self.cluster.env.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
+        prefixes = ("MLFLOW_", "GIANT_", "HYDRA_", "SUBMITIT_", "SLURM_")  # nothing from a calling job
+        env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
         env.update(
             GIANT_CACHE_DIR=str(self.tmp / "cache"),
             GIANT_OUTPUT_DIR=str(self.tmp / "outputs"),
             GIANT_MULTIRUN_DIR=str(self.tmp / "multirun"),
             PYTHONUNBUFFERED="1",
+            SLURM_CONF=str(self.cluster.conf),
         )
         return env
 

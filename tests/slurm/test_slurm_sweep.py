@@ -13,7 +13,7 @@ import yaml
 from mlflow.entities import Run
 
 from giant.eval.results import ResultRecord, read_results
-from tests.slurm.conftest import Report, SlurmStack
+from tests.slurm.conftest import Report, SlurmStack, job_logs
 
 pytestmark = pytest.mark.slow
 
@@ -40,9 +40,10 @@ def slurm_job_id(child: Run) -> str:
 
 
 def requeues(sweep_dir: Path) -> int:
-    """How often submitit requeued a job: it logs one line per `scontrol requeue`."""
-    logs = (sweep_dir / ".submitit").glob("*/*_log.err")
-    return sum(path.read_text(errors="replace").count("Requeued job") for path in logs)
+    """How often submitit requeued a job: its log (the job's stdout) has one line per `scontrol requeue`."""
+    logs = (sweep_dir / ".submitit").glob("*/*_log.out")
+    lines = (line for path in logs for line in path.read_text(errors="replace").splitlines())
+    return sum(line.startswith("submitit INFO") and " - Requeued job " in line for line in lines)
 
 
 def test_every_slurm_job_finishes_its_child_run_under_the_parent(slurm: SlurmStack, report: Report) -> None:
@@ -75,6 +76,62 @@ def test_every_slurm_job_finishes_its_child_run_under_the_parent(slurm: SlurmSta
         "sweep (random provider, T=1,2, 3 items each)",
         jobs=len(children),
         requeues=requeues(sweep_dir),
+        items=len(records),
+        calls=sum(record.calls for record in records),
+        seconds=round(seconds, 1),
+    )
+
+
+# The demo accuracy task's 8 items, one 6 s call each, one at a time: 48 s of work. With a 1-minute limit
+# and signal_delay_s=15, SLURM's warning comes 15-45 s into the job (cluster.py), before the last item
+# starts: the first run is always cut short, and each later run has ~30 s for the items left.
+SLOW_ITEMS, SLOW_CALL_S = 8, 6.0
+SLOW_ANSWER = {
+    "reasoning": "slow look",
+    "action": {"type": "answer", "text": '<response>{"answer": 1}</response>'},
+    "sleep": SLOW_CALL_S,
+}
+
+
+def test_a_job_past_its_time_limit_is_requeued_and_completes_every_item_once(
+    slurm: SlurmStack, report: Report
+) -> None:
+    script = slurm.tmp / "slow_answer.jsonl"
+    script.write_text(json.dumps(SLOW_ANSWER) + "\n")
+    started = time.monotonic()
+    sweep_dir = slurm.sweep(
+        "requeue",
+        "provider=scripted",
+        f"provider.script={script}",
+        "dataset=demo",
+        "concurrency=1",
+        "hydra.launcher.timeout_min=1",
+        "hydra.launcher.signal_delay_s=15",  # USR2 15-45 s into the job, >= 30 s before the kill
+        "hydra.launcher.max_num_timeout=5",  # a slow machine may need a third run; the default is 3
+    )
+    seconds = time.monotonic() - started
+    parent, children = sweep_runs(slurm, sweep_dir)
+    n_requeues = requeues(sweep_dir)
+    assert n_requeues >= 1, job_logs(sweep_dir)
+    assert parent.info.status == "FINISHED" and parent.data.tags["status"] == "complete"
+    assert parent.data.metrics["n_jobs"] == 1 and parent.data.metrics["n_failed"] == 0
+    assert len(children) == 1  # the requeued job reattached its run instead of starting another
+    child = children[0]
+    assert child.info.status == "FINISHED" and child.data.tags["status"] == "complete", child.data.tags
+    assert child.data.metrics["n_items"] == SLOW_ITEMS
+    lines = (Path(child.data.tags["output_dir"]) / "results.jsonl").read_text().splitlines()
+    keys = [json.loads(line)["key"] for line in lines]
+    assert len(keys) == len(set(keys)) == SLOW_ITEMS, keys  # every item exactly once
+    records = results(child)
+    assert [record.status for record in records] == ["answered"] * SLOW_ITEMS  # none cut short
+    sweeps = slurm.client().search_runs(
+        [parent.info.experiment_id], f"params.sweep_dir = '{sweep_dir}'", max_results=10
+    )
+    assert [run.info.run_id for run in sweeps] == [parent.info.run_id]  # the parent was not recreated
+    report(
+        "requeue (1-minute limit, 48 s of work)",
+        jobs=len(children),
+        requeues=n_requeues,
         items=len(records),
         calls=sum(record.calls for record in records),
         seconds=round(seconds, 1),
