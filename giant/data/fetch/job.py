@@ -1,0 +1,77 @@
+"""One fetch, end to end: config -> the run's items -> plan -> transfers (or the check) -> exit code.
+
+The items come from giant.job.load_data with run_eval's settings, so `dataset=`, `limit` and
+`item_ids` select exactly the slides that run would open.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from giant.config import RunSettings, one_line, resolve
+from giant.data.fetch.plan import build_plan
+from giant.data.fetch.run import http_client, run_plan
+from giant.data.fetch.settings import FetchSettings
+from giant.errors import ConfigError
+
+EXIT_OK, EXIT_INCOMPLETE = 0, 1
+
+
+class FetchOptions(BaseModel):
+    """The keys conf/fetch.yaml adds to conf/config.yaml."""
+
+    model_config = ConfigDict(extra="forbid")
+    fetch: FetchSettings
+    check: bool
+
+
+def fetch_job(cfg: DictConfig) -> int:
+    """Fetch (or with check=true only check) the slides of the configured items; the exit code is 0
+    only when every requested slide is present and verified (readable, for the check)."""
+    options, settings = _settings(cfg)
+    from giant.job import load_data
+
+    data = load_data(settings)
+    if options.check:
+        from giant.data.check import check_slides
+
+        checked = check_slides(data.items, data.wsi_root)
+        print(checked.render())
+        return EXIT_OK if checked.ok else EXIT_INCOMPLETE
+    with http_client(options.fetch) as client:
+        plan = build_plan(data.items, data.wsi_root, client, options.fetch)
+        print(plan.render(), flush=True)
+        if settings.run.dry_run:
+            return EXIT_INCOMPLETE if any(t.error for t in plan.targets) else EXIT_OK
+        report = run_plan(plan, client, options.fetch)
+    print(report.render())
+    return EXIT_OK if report.ok else EXIT_INCOMPLETE
+
+
+def _settings(cfg: DictConfig) -> tuple[FetchOptions, RunSettings]:
+    data = resolve(cfg)
+    try:
+        options = FetchOptions.model_validate({"fetch": data.get("fetch"), "check": data.get("check")})
+    except ValidationError as exc:
+        raise ConfigError(one_line(exc)) from None
+    if not data.get("dry_run") and not options.check:
+        _make_root(data)  # the fetch writes there; run_eval's settings insist the folder exists
+    return options, RunSettings.from_config(cfg)
+
+
+def _make_root(data: dict[str, object]) -> None:
+    dataset, paths = data.get("dataset"), data.get("paths")
+    root = (dataset.get("wsi_root") if isinstance(dataset, dict) else None) or (
+        paths.get("wsi_root") if isinstance(paths, dict) else None
+    )
+    if root is None:
+        return
+    try:
+        Path(str(root)).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"paths.wsi_root={root}: cannot create the folder ({exc.strerror}); choose a writable one"
+        ) from None
