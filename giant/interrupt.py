@@ -56,8 +56,8 @@ class StopRequest:
         name = signal.Signals(self.signum).name
         return f"{name} (time limit or preemption)" if self.requeues else name
 
-    def request(self, signum: int, frame: FrameType | None = None) -> None:
-        """Records the first signal and wakes the runner; never raises (it runs as a signal handler)."""
+    def request(self, signum: int) -> None:
+        """Records the first signal and wakes the runner; never raises (it runs in a signal handler)."""
         if self.signum is None:
             self.signum = signum
         for listener in list(self._listeners):

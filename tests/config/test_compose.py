@@ -57,7 +57,7 @@ def test_every_group_has_its_options() -> None:
         "random_regions",
     }
     assert set(group_options("experiment")) == {"table1", "scaling", "thumbnail_resolution", "random_regions"}
-    assert set(group_options("launcher")) == {"basic", "joblib", "submitit_slurm"}
+    assert set(group_options("launcher")) == {"basic", "joblib", "submitit_local", "submitit_slurm"}
 
 
 def test_every_conf_folder_is_a_composed_group() -> None:
