@@ -1,35 +1,85 @@
-"""Where an item's slide lives under the user's WSI root (facts section 5: flat, or by group).
+"""Where an item's slide lives under the user's WSI root, and which layout it was found in.
 
-The CSV's image_path is untrusted input: a path that would leave the root is rejected rather than
-read, so a crafted CSV cannot make the agent open (and send to a provider) arbitrary files.
+Users get slides in different ways (the authors' downloader, the GDC Data Transfer Tool, a GTEx
+DICOM export, files renamed by hand), so the resolver tries every known layout in one fixed order
+(SEARCH_ORDER below) and reports the layout that matched: a run's provenance and the dry run can
+then say where each slide came from. The search stays cheap on a root holding ~1000 slides: exact
+names are single stat calls; only the GDC UUID suffix (unknowable from the CSV) needs a listing of
+a slide folder, read once per folder and reused until the folder changes; the `<file_id>/` and
+DICOM series folders are the only other folders listed, and they hold one slide each.
+
+The CSV's image_path, benchmark_name and file_id are untrusted input: a path that would leave the
+root is rejected rather than read, so a crafted CSV cannot make the agent open (and send to a
+provider) arbitrary files. Symlinks inside the root are followed (slides often live on another
+disk); only the written path is checked.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
+from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from giant.data.item import Item
 
 TCGA_GROUP = "tcga"
 TCGA_BENCHMARKS = frozenset({"tcga", "tcga_slidebench", "tcga_expert_vqa"})  # share one slide folder
+# Extensions OpenSlide reads; "other_extension" tries them in this order.
+SLIDE_EXTENSIONS = (
+    ".svs", ".tif", ".tiff", ".ndpi", ".vms", ".vmu", ".scn", ".mrxs", ".svslide", ".bif", ".dcm", ".czi"
+)  # fmt: skip
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_EXT = "|".join(re.escape(ext) for ext in SLIDE_EXTENSIONS)
+UUID_RE = re.compile(rf"^{_UUID}$", re.IGNORECASE)
+# <stem>.<uuid>.<ext>: the GDC's file names (the UUID is the slide's, not the file_id).
+UUID_SUFFIX_RE = re.compile(rf"^(?P<stem>.+)\.{_UUID}(?P<ext>{_EXT})$", re.IGNORECASE)
+
+Layout = Literal[
+    "flat", "group", "benchmark", "gdc_transfer", "gdc_uuid_suffix", "other_extension", "dicom_folder"
+]  # fmt: skip
 
 
 class SlidePathError(ValueError):
-    """image_path is empty, absolute, or climbs out of the WSI root."""
+    """image_path is empty or absolute, or a path built from the CSV would climb out of the WSI root."""
 
 
 class SlideMissingError(FileNotFoundError):
-    """Neither the flat nor the grouped location holds the slide."""
+    """No layout holds the slide."""
 
 
-class MissingSlide(BaseModel):
-    key: str
-    image_path: str
-    reason: str
+class SlideLocation(BaseModel):
+    path: Path  # the file to open (for a DICOM series: one .dcm file of it; OpenSlide finds the rest)
+    layout: Layout
+    duplicates: list[Path] = Field(default_factory=list)  # further matches, in search order, not used
+
+
+Located = SlideLocation | SlidePathError | SlideMissingError
+
+
+@dataclass(frozen=True)
+class _Where:
+    """What the CSV says about one slide, already checked to stay inside the root."""
+
+    root: Path
+    relative: PurePosixPath  # image_path, normalised
+    group: Path | None  # root/<tcga|gtex|panda|benchmark>
+    benchmark: Path | None  # root/<benchmark_name>, when it differs from the group folder
+    file_id: str  # a GDC UUID, or "" when the row's file_id is not one
+
+    @property
+    def folders(self) -> list[Path]:
+        """The folders every name variant is looked for in: root, group, benchmark."""
+        return [f for f in (self.root, self.group, self.benchmark) if f is not None]
+
+    def in_each_folder(self, name: str) -> list[Path]:
+        return [folder / self.relative.parent / name for folder in self.folders]
 
 
 def slide_group(benchmark: str) -> str:
@@ -37,26 +87,198 @@ def slide_group(benchmark: str) -> str:
 
 
 def resolve_slide(wsi_root: Path, item: Item) -> Path:
-    """root/image_path first, then root/<group>/image_path. Symlinks inside the root are followed
-    (slides often live on another disk), only the written path is checked."""
-    relative = _safe_relative(item)
-    tried = [Path(wsi_root) / relative, Path(wsi_root) / slide_group(item.benchmark) / relative]
-    for path in tried:
-        if path.is_file():
-            return path
-    raise SlideMissingError(f"slide for {item.key} not found: tried {tried[0]} and {tried[1]}")
+    """The slide file to open for the item (see `locate_slide`)."""
+    return locate_slide(wsi_root, item).path
 
 
-def find_missing(wsi_root: Path, items: Iterable[Item]) -> list[MissingSlide]:
-    """Every item whose slide cannot be resolved, for a dry run; slides shared by several
-    questions are checked once per item so the report can name each affected question."""
-    missing = []
+def locate_slide(wsi_root: Path, item: Item) -> SlideLocation:
+    """The first match in SEARCH_ORDER; later matches of other files are listed as duplicates.
+
+    Raises SlidePathError for a CSV value that would leave the root, SlideMissingError when no
+    layout holds the slide.
+    """
+    where = _where(Path(wsi_root), item)
+    found: list[tuple[Layout, Path]] = []
+    seen: set[tuple[int, int]] = set()
+    for layout, finder in SEARCH_ORDER:
+        for path in finder(where):
+            identity = _identity(path)
+            if identity is None or identity in seen:  # one file reached twice (symlinks) is no duplicate
+                continue
+            seen.add(identity)
+            found.append((layout, path))
+    if not found:
+        exact = ", ".join(str(path) for path in _exact_paths(where))
+        raise SlideMissingError(
+            f"slide for {item.key} not found: tried {exact}, the GDC download folders, "
+            f"other slide extensions and a DICOM folder (see the README's 'Getting the slides')"
+        )
+    (layout, path), rest = found[0], found[1:]
+    return SlideLocation(path=path, layout=layout, duplicates=[p for _, p in rest])
+
+
+def locate_all(wsi_root: Path, items: Iterable[Item]) -> dict[str, Located]:
+    """Every item's location or the reason it has none, keyed by item key (a run goes on without
+    the slides it cannot find)."""
+    located: dict[str, Located] = {}
     for item in items:
         try:
-            resolve_slide(wsi_root, item)
+            located[item.key] = locate_slide(wsi_root, item)
         except (SlidePathError, SlideMissingError) as exc:
-            missing.append(MissingSlide(key=item.key, image_path=item.image_path, reason=str(exc)))
-    return missing
+            located[item.key] = exc
+    return located
+
+
+def layout_counts(layouts: Iterable[str]) -> dict[str, int]:
+    """How many slides each layout supplied, in search order (for the dry run and provenance)."""
+    counts = Counter(layouts)
+    return {layout: counts[layout] for layout in LAYOUTS if counts[layout]}
+
+
+def _exact(folder_of: Callable[[_Where], Path | None]) -> Callable[[_Where], Iterator[Path]]:
+    def find(where: _Where) -> Iterator[Path]:
+        folder = folder_of(where)
+        if folder is not None and (folder / where.relative).is_file():
+            yield folder / where.relative
+
+    return find
+
+
+def _gdc_transfer(where: _Where) -> Iterator[Path]:
+    """The GDC Data Transfer Tool writes <dest>/<file_id>/<file_name>, file_name being
+    <stem>.<uuid>.svs for TCGA slides: the folder holds one file, so it is listed."""
+    if not where.file_id:
+        return
+    for folder in where.folders:
+        files = _listing(folder / where.file_id)
+        yield from (folder / where.file_id / name for name in files if _same_slide(name, where.relative))
+
+
+def _uuid_suffix(where: _Where) -> Iterator[Path]:
+    for folder in where.folders:
+        directory = folder / where.relative.parent
+        names = _uuid_index(str(directory), _mtime(directory)).get(where.relative.stem.lower(), ())
+        yield from (directory / name for name in names if (directory / name).is_file())
+
+
+def _other_extension(where: _Where) -> Iterator[Path]:
+    own = where.relative.suffix.lower()
+    for ext in SLIDE_EXTENSIONS:
+        if ext != own:
+            yield from (p for p in where.in_each_folder(where.relative.stem + ext) if p.is_file())
+
+
+def _dicom_folder(where: _Where) -> Iterator[Path]:
+    """A GTEx DICOM series saved as a folder named after the slide. OpenSlide opens a DICOM WSI
+    from any one file of its series (it finds the others in the same folder), so the first .dcm
+    file by name is the path to open."""
+    stem = where.relative.stem
+    for folder in (*where.in_each_folder(stem), *where.in_each_folder(stem + ".dcm")):
+        dicoms = [name for name in _listing(folder) if name.lower().endswith(".dcm")]
+        if dicoms:
+            yield folder / dicoms[0]
+
+
+# The one search order. A slide found by several entries is used from the first one.
+SEARCH_ORDER: tuple[tuple[Layout, Callable[[_Where], Iterator[Path]]], ...] = (
+    ("flat", _exact(lambda where: where.root)),  # <root>/<image_path>: where scripts/fetch_slides.py writes
+    ("group", _exact(lambda where: where.group)),  # <root>/{tcga,gtex,panda}/<image_path>
+    (
+        "benchmark",
+        _exact(lambda where: where.benchmark),
+    ),  # <root>/<benchmark_name>/<image_path>: the authors' downloader
+    ("gdc_transfer", _gdc_transfer),  # <root>[/<group>|/<benchmark>]/<file_id>/<stem>[.<uuid>].<ext>
+    ("gdc_uuid_suffix", _uuid_suffix),  # <root>[/<group>|/<benchmark>]/<stem>.<uuid>.<ext>
+    (
+        "other_extension",
+        _other_extension,
+    ),  # <root>[/<group>|/<benchmark>]/<stem>.<ext>, ext in SLIDE_EXTENSIONS
+    ("dicom_folder", _dicom_folder),  # <root>[/<group>|/<benchmark>]/<stem>[.dcm]/*.dcm
+)
+LAYOUTS: tuple[str, ...] = tuple(layout for layout, _ in SEARCH_ORDER)
+
+
+def _exact_paths(where: _Where) -> list[Path]:
+    return [folder / where.relative for folder in where.folders]
+
+
+def _same_slide(name: str, relative: PurePosixPath) -> bool:
+    """name is the CSV's file name, or the same stem with a GDC UUID and/or another slide extension."""
+    if name == relative.name:
+        return True
+    stem, ext = os.path.splitext(name)
+    match = UUID_SUFFIX_RE.match(name)
+    if match:
+        stem = match["stem"]
+    return stem.lower() == relative.stem.lower() and ext.lower() in SLIDE_EXTENSIONS
+
+
+def _listing(folder: Path) -> list[str]:
+    """Sorted file names in a folder that holds one slide (a `<file_id>/` or DICOM series folder)."""
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(e.name for e in entries if e.is_file())
+    except OSError:  # absent, not a folder, or unreadable: nothing found there
+        return []
+
+
+def _mtime(directory: Path) -> int:
+    try:
+        return directory.stat().st_mtime_ns
+    except OSError:
+        return -1
+
+
+@lru_cache(maxsize=64)
+def _uuid_index(directory: str, mtime_ns: int) -> dict[str, tuple[str, ...]]:
+    """stem (lower case) -> names <stem>.<uuid>.<ext> in one slide folder. Keyed by the folder's
+    mtime, so a slide added or renamed later is seen; one listing serves every item of a run."""
+    if mtime_ns < 0:
+        return {}
+    index: dict[str, list[str]] = {}
+    try:
+        with os.scandir(directory) as entries:
+            names = sorted(e.name for e in entries)
+    except OSError:
+        return {}
+    for name in names:
+        match = UUID_SUFFIX_RE.match(name)
+        if match:
+            index.setdefault(match["stem"].lower(), []).append(name)
+    return {stem: tuple(names) for stem, names in index.items()}
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+def _where(root: Path, item: Item) -> _Where:
+    relative = _safe_relative(item)
+    group = _folder_name(item, slide_group(item.benchmark), "benchmark_name")
+    benchmark = _folder_name(item, item.benchmark, "benchmark_name")
+    file_id = item.file_id.strip()
+    if file_id:
+        _folder_name(item, file_id, "file_id")  # never used as a path unless a plain UUID, still refused
+    return _Where(
+        root=root,
+        relative=relative,
+        group=root / group,
+        benchmark=root / benchmark if benchmark != group else None,
+        file_id=file_id if UUID_RE.match(file_id) else "",
+    )
+
+
+def _folder_name(item: Item, name: str, column: str) -> str:
+    """A CSV value used as one folder name below the root must be exactly one plain component."""
+    if not name.strip() or name in (".", "..") or any(sep in name for sep in ("/", "\\", "\0")):
+        raise SlidePathError(
+            f"{item.key}: {column} {name!r} cannot name a folder under the WSI root; fix the CSV"
+        )
+    return name
 
 
 def _safe_relative(item: Item) -> PurePosixPath:

@@ -22,24 +22,21 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from giant.agent.config import AgentConfig
 from giant.agent.prompts import system_prompt
+from giant.data.check import SlideRow, check_slides, first_lines
 from giant.data.item import Item
-from giant.data.slides import SlideMissingError, SlidePathError, resolve_slide
+from giant.data.slides import layout_counts
 from giant.llm.pricing import Pricing
 from giant.llm.types import Usage
-from giant.wsi.slide import Slide, SlideError
 
 DRY_RUN_FILE = "dry_run.json"
 OUTPUT_TOKENS_PER_CALL = 400
 CHARS_PER_TOKEN = 4
-OPEN_WORKERS = 8
-SHOWN_PROBLEMS = 10
 # A missing slide's size is unknown; it only changes the digits of the system prompt's size line.
 UNKNOWN_SIZE = (100_000, 100_000)
 ASSUMPTIONS = (
@@ -73,6 +70,8 @@ class DryRunReport(BaseModel):
     runnable_items: int
     missing: list[SlideProblem] = Field(default_factory=list)
     unreadable: list[SlideProblem] = Field(default_factory=list)
+    layouts: dict[str, int] = Field(default_factory=dict)  # distinct slides found per layout
+    slides: list[SlideRow] = Field(default_factory=list)  # per slide: layout, path, duplicates, size
     estimate: CostEstimate
 
     def render(self) -> str:
@@ -83,8 +82,18 @@ class DryRunReport(BaseModel):
             f"slides: {self.runnable_items} items ready, {len(self.missing)} missing, "
             f"{len(self.unreadable)} unreadable"
         )
+        if self.layouts:
+            lines.append("  found as: " + ", ".join(f"{name} {n}" for name, n in self.layouts.items()))
         lines += _first([f"  missing {p.key}: {p.reason}" for p in self.missing])
         lines += _first([f"  unreadable {p.key}: {p.reason}" for p in self.unreadable])
+        lines += _first(
+            [
+                f"  duplicate {row.image_path}: using {row.path} ({row.layout}), also at "
+                + ", ".join(map(str, row.duplicates))
+                for row in self.slides
+                if row.duplicates
+            ]
+        )
         est = self.estimate
         cost = "unknown (model not in the price table)" if est.cost_usd is None else f"${est.cost_usd:,.2f}"
         lines.append(
@@ -96,10 +105,7 @@ class DryRunReport(BaseModel):
 
 
 def _first(lines: list[str]) -> list[str]:
-    """A long list of problems is summarised on screen; dry_run.json keeps all of it."""
-    if len(lines) <= SHOWN_PROBLEMS:
-        return lines
-    return [*lines[:SHOWN_PROBLEMS], f"  ... and {len(lines) - SHOWN_PROBLEMS} more (see {DRY_RUN_FILE})"]
+    return first_lines(lines, f"see {DRY_RUN_FILE}")
 
 
 def openai_image_tokens(width: int, height: int) -> int:
@@ -128,30 +134,27 @@ def dry_run(
     out_dir: Path | None = None,
 ) -> DryRunReport:
     """Check slides and estimate cost; writes out_dir/dry_run.json when out_dir is given."""
-    missing: list[SlideProblem] = []
-    paths: dict[str, Path] = {}
+    check = check_slides(items, wsi_root)
+    rows = check.by_key()
+    missing, unreadable, sizes = [], [], {}
     for item in items:
-        try:
-            paths[item.key] = resolve_slide(wsi_root, item)
-        except (SlideMissingError, SlidePathError) as exc:
-            missing.append(SlideProblem(key=item.key, image_path=item.image_path, reason=str(exc)))
-    unique = sorted(set(paths.values()))
-    with ThreadPoolExecutor(OPEN_WORKERS) as pool:  # opening a slide is I/O: overlap them
-        opened = dict(zip(unique, pool.map(_open, unique), strict=True))
-    unreadable = [
-        SlideProblem(key=key, image_path=path.name, reason=str(opened[path]))
-        for key, path in paths.items()
-        if isinstance(opened[path], SlideError)
-    ]
-    sizes = {key: size for key, path in paths.items() if isinstance(size := opened[path], tuple)}
-    runnable = [item for item in items if item.key in sizes]
+        row = rows[item.key]
+        if row.status == "missing":
+            missing.append(SlideProblem(key=item.key, image_path=item.image_path, reason=row.reason))
+        elif row.status == "unreadable":
+            name = row.path.name if row.path else item.image_path
+            unreadable.append(SlideProblem(key=item.key, image_path=name, reason=row.reason))
+        elif row.width is not None and row.height is not None:
+            sizes[item.key] = (row.width, row.height)
     report = DryRunReport(
         n_items=len(items),
         items_per_task=dict(Counter(item.benchmark for item in items)),
         runs_per_item=runs_per_item,
-        runnable_items=len(runnable),
+        runnable_items=len(sizes),
         missing=missing,
         unreadable=unreadable,
+        layouts=layout_counts(row.layout for row in check.slides if row.layout),
+        slides=check.slides,
         # The estimate covers every item: it is what the run costs once the slides are in place.
         estimate=estimate_cost(items, sizes, agent, provider_model, pricing, runs_per_item),
     )
@@ -159,14 +162,6 @@ def dry_run(
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / DRY_RUN_FILE).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return report
-
-
-def _open(path: Path) -> tuple[int, int] | SlideError:
-    try:
-        with Slide.open(path) as slide:
-            return slide.width, slide.height
-    except SlideError as exc:
-        return exc
 
 
 def estimate_cost(

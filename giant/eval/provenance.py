@@ -1,11 +1,14 @@
-"""Where a result came from: package versions and the git commit, recorded in summary.json."""
+"""Where a result came from: package versions, the git commit and the layouts the slides were found
+in, recorded in summary.json."""
 
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 
+from giant.data.slides import Located, SlideLocation, layout_counts
 from giant.eval.resume import run_key
 from giant.eval.summary import Provenance
 
@@ -49,11 +52,14 @@ def _git(*args: str) -> str:
     return done.stdout.strip()
 
 
-def build_provenance(config_hash: str, dataset_hash: str) -> Provenance:
+def build_provenance(config_hash: str, dataset_hash: str, slides: Iterable[Located] = ()) -> Provenance:
+    """`slides`: the run's item locations; a slide shared by several items counts once."""
+    distinct = {loc.path: loc.layout for loc in slides if isinstance(loc, SlideLocation)}
     return Provenance(
         run_key=run_key(config_hash, dataset_hash),
         config_hash=config_hash,
         dataset_hash=dataset_hash,
         git_commit=git_commit(),
         versions=package_versions(),
+        slide_layouts=layout_counts(distinct.values()),
     )

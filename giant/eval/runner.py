@@ -29,7 +29,7 @@ from giant.agent.config import AgentConfig
 from giant.agent.trajectory import Trajectory
 from giant.data.defects import Defect
 from giant.data.item import Item
-from giant.data.slides import SlideMissingError, SlidePathError, resolve_slide
+from giant.data.slides import SlideLocation, SlideMissingError, locate_all
 from giant.errors import ConfigError
 from giant.eval.answers import extract_label
 from giant.eval.progress import Progress
@@ -195,7 +195,8 @@ async def run_eval(
         done = {}
 
     started = time.perf_counter()
-    slides = await asyncio.to_thread(_resolve_all, wsi_root, items)
+    located = await asyncio.to_thread(locate_all, wsi_root, items)  # once per item, off the event loop
+    slides = {key: loc.path if isinstance(loc, SlideLocation) else loc for key, loc in located.items()}
     budget = _Budget(run.budget_usd, list(done.values()))
     todo = [(item, k) for k in range(run.runs_per_item) for item in items if (item.key, k) not in done]
     # Skipping is decided up front: a skipped item-run costs nothing and starts no episode.
@@ -263,7 +264,7 @@ async def run_eval(
                 seed=run.seed,
                 tie_rule=run.tie_rule,
                 panda_null_as_zero=run.panda_null_as_zero,
-                provenance=build_provenance(config_hash, dataset_hash),
+                provenance=build_provenance(config_hash, dataset_hash, located.values()),
                 wall_s=time.perf_counter() - started,
                 ran=progress.ran,
                 incomplete_reason=reason,
@@ -271,17 +272,6 @@ async def run_eval(
             )
             (out_dir / SUMMARY_FILE).write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return summary
-
-
-def _resolve_all(wsi_root: Path, items: Sequence[Item]) -> dict[str, Path | Exception]:
-    """Resolution only stats files; done once per item (not per run), off the event loop."""
-    resolved: dict[str, Path | Exception] = {}
-    for item in items:
-        try:
-            resolved[item.key] = resolve_slide(wsi_root, item)
-        except (SlideMissingError, SlidePathError) as exc:
-            resolved[item.key] = exc
-    return resolved
 
 
 def _record(item: Item, run_index: int, run: RunConfig, **fields: object) -> ResultRecord:

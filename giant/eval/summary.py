@@ -41,6 +41,7 @@ class Provenance(BaseModel):
     dataset_hash: str
     git_commit: str | None = None
     versions: dict[str, str] = Field(default_factory=dict)
+    slide_layouts: dict[str, int] = Field(default_factory=dict)  # distinct slides per resolver layout
 
 
 class Summary(BaseModel):

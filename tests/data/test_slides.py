@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from giant.data.item import Item
-from giant.data.slides import SlideMissingError, SlidePathError, find_missing, resolve_slide
+from giant.data.slides import SlideLocation, SlideMissingError, SlidePathError, locate_all, resolve_slide
 
 
 def item(image_path: str, benchmark: str = "tcga_expert_vqa") -> Item:
@@ -53,16 +53,19 @@ def test_paths_leaving_the_root_are_rejected(tmp_path: Path, bad: str) -> None:
     assert "\n" not in str(info.value) and "tcga_expert_vqa/7" in str(info.value)
 
 
-def test_missing_names_both_paths(tmp_path: Path) -> None:
+def test_missing_names_every_exact_path(tmp_path: Path) -> None:
     with pytest.raises(SlideMissingError) as info:
         resolve_slide(tmp_path, item("D.svs"))
     message = str(info.value)
-    assert str(tmp_path / "D.svs") in message and str(tmp_path / "tcga" / "D.svs") in message
+    assert "\n" not in message
+    for folder in (tmp_path, tmp_path / "tcga", tmp_path / "tcga_expert_vqa"):
+        assert str(folder / "D.svs") in message
 
 
-def test_find_missing_lists_every_problem(tmp_path: Path) -> None:
+def test_locate_all_lists_every_problem(tmp_path: Path) -> None:
     touch(tmp_path / "ok.svs")
     items = [item("ok.svs"), item("gone.svs", "gtex"), item("../escape.svs", "panda")]
-    missing = find_missing(tmp_path, items)
-    assert [m.key for m in missing] == ["gtex/7", "panda/7"]
-    assert "not found" in missing[0].reason and "leaves the WSI root" in missing[1].reason
+    located = locate_all(tmp_path, items)
+    assert located["tcga_expert_vqa/7"] == SlideLocation(path=tmp_path / "ok.svs", layout="flat")
+    assert isinstance(located["gtex/7"], SlideMissingError) and "not found" in str(located["gtex/7"])
+    assert isinstance(located["panda/7"], SlidePathError) and "leaves the WSI root" in str(located["panda/7"])

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,7 @@ from giant.eval.dryrun import DRY_RUN_FILE, DryRunReport, anthropic_image_tokens
 from giant.llm.pricing import Pricing, Rates
 from tests.eval.runner_fixtures import make_items, write_slides
 
+ROOT = Path(__file__).resolve().parents[2]
 PRICING = Pricing({"gpt-5": Rates(input=1.25, cached_input=0.125, cache_write=0.0, output=10.0)})
 
 
@@ -89,3 +94,65 @@ def test_estimate_grows_quadratically_with_steps_and_linearly_with_runs(
         runs_per_item=1,
     ).estimate
     assert thumbnail.calls_per_item_run == 1 and thumbnail.input_tokens < five.input_tokens
+
+
+def test_dry_run_names_the_layout_of_each_slide_and_lists_duplicates(
+    dataset: tuple[Path, list[Item]], tmp_path: Path
+) -> None:
+    root, items = dataset
+    (root / "demo").mkdir()
+    shutil.copyfile(root / "a.svs", root / "demo" / "a.svs")  # a second copy, found later in the order
+    (root / "b.svs").rename(root / "b.tiff")  # the CSV says b.svs
+    report = dry_run(
+        items,
+        wsi_root=root,
+        agent=AgentConfig(max_steps=3),
+        provider_model="gpt-5",
+        pricing=PRICING,
+        runs_per_item=1,
+        out_dir=tmp_path,
+    )
+    assert report.layouts == {"flat": 2, "other_extension": 1}  # a.svs, broken.svs; b.tiff
+    rows = {row.image_path: row for row in report.slides}
+    assert (rows["a.svs"].layout, rows["a.svs"].duplicates) == ("flat", [root / "demo" / "a.svs"])
+    assert (rows["b.svs"].layout, rows["b.svs"].path) == ("other_extension", root / "b.tiff")
+    assert rows["gone.svs"].status == "missing" and rows["gone.svs"].layout is None
+    saved = json.loads((tmp_path / DRY_RUN_FILE).read_text())
+    assert saved["layouts"] == report.layouts
+    assert {row["image_path"]: row["layout"] for row in saved["slides"]}["b.svs"] == "other_extension"
+    text = report.render()
+    assert "found as: flat 2, other_extension 1" in text
+    assert f"duplicate a.svs: using {root / 'a.svs'} (flat), also at {root / 'demo' / 'a.svs'}" in text
+
+
+def test_cli_dry_run_finds_the_authors_layout_and_a_gdc_download(
+    tmp_path: Path, openslide_fixtures: Path, multipathqa_csv: Path
+) -> None:
+    """The first three tcga_expert_vqa questions of the real CSV (two share a slide): one slide where
+    the authors' downloader puts it, one where the GDC Data Transfer Tool puts it."""
+    wsi = tmp_path / "wsi"
+    benchmark_copy = wsi / "tcga_expert_vqa" / "TCGA-HT-A616-01Z-00-DX1.svs"
+    gdc_copy = (
+        wsi
+        / "70b2adae-cba0-47d6-8b98-5bdcef82421d"
+        / "TCGA-08-0520-01Z-00-DX1.a44d70fa-4d96-43f4-9dd7-a61535786297.svs"
+    )
+    for target in (benchmark_copy, gdc_copy):
+        target.parent.mkdir(parents=True)
+        shutil.copyfile(openslide_fixtures / "small.svs", target)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
+    env.update(GIANT_CACHE_DIR=str(tmp_path / "cache"), GIANT_OUTPUT_DIR=str(tmp_path / "out"))
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "run_eval.py"), "dataset=tcga_expert_vqa",
+         f"dataset.csv_path={multipathqa_csv}", f"paths.wsi_root={wsi}", "limit=3", "dry_run=true"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "3 items ready, 0 missing" in proc.stdout
+    assert "found as: benchmark 1, gdc_transfer 1" in proc.stdout
+    (saved,) = (tmp_path / "out").rglob(DRY_RUN_FILE)
+    report = DryRunReport.model_validate_json(saved.read_text())
+    assert {row.layout: row.path for row in report.slides} == {
+        "benchmark": benchmark_copy,
+        "gdc_transfer": gdc_copy,
+    }
