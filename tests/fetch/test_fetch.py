@@ -97,9 +97,10 @@ def test_a_server_without_range_support_starts_over(
 
 def test_server_errors_are_retried(stub: Stub, settings: FetchSettings, tmp_path: Path) -> None:
     stub.fail[DATA_A] = 2
-    stub.fail[f"/gdc/files/{UUID_A}"] = 0
+    stub.fail[f"/gdc/files/{UUID_A}"] = 2
     assert fetch([item("tcga", 1, SLIDE_A, UUID_A)], tmp_path, settings).ok
     assert [r.status for r in stub.data_requests(DATA_A)] == [500, 500, 200]
+    assert [r.status for r in stub.data_requests(f"/gdc/files/{UUID_A}")] == [500, 500, 200]
 
 
 def test_server_errors_past_the_retries_are_reported(

@@ -129,7 +129,7 @@ def _targets(items: Sequence[Item], wsi_root: Path) -> list[Target]:
 def _describe(target: Target, client: httpx2.Client, settings: FetchSettings) -> None:
     try:
         if target.source == "gdc":
-            target.remote = gdc_remote(client, settings.gdc_url, target.file_id)
+            target.remote = gdc_remote(client, settings, target.file_id)
         elif target.source == "gtex":
             target.remote = gtex_remote(settings.gtex_url, target.file_id)
     except FetchError as exc:

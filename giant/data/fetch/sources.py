@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import os
+import time
 import zipfile
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -18,6 +19,7 @@ from typing import Any, Literal, Protocol
 import httpx2
 from pydantic import BaseModel, ValidationError
 
+from giant.data.fetch.settings import FetchSettings
 from giant.data.slides import TCGA_BENCHMARKS
 
 Source = Literal["gdc", "gtex", "kaggle"]
@@ -49,20 +51,32 @@ class GdcFile(BaseModel):
     md5sum: str
 
 
-def gdc_remote(client: httpx2.Client, gdc_url: str, file_id: str) -> Remote:
-    """File metadata from the GDC files endpoint; the bytes come from the data endpoint."""
-    url = f"{gdc_url}/files/{file_id}"
-    try:
-        reply = client.get(url, params={"fields": "file_name,file_size,md5sum"})
-    except httpx2.TransportError as exc:
-        raise FetchError(f"GDC metadata: {type(exc).__name__} from {url}") from exc
+def gdc_remote(client: httpx2.Client, settings: FetchSettings, file_id: str) -> Remote:
+    """File metadata from the GDC files endpoint; the bytes come from the data endpoint. A 5xx or
+    a dropped reply is retried; an unreachable host is not (offline, every slide would wait)."""
+    url = f"{settings.gdc_url}/files/{file_id}"
+    for attempt in range(settings.retries + 1):
+        if attempt:
+            time.sleep(settings.backoff(attempt))
+        try:
+            reply = client.get(url, params={"fields": "file_name,file_size,md5sum"})
+        except httpx2.ConnectError as exc:
+            raise FetchError(f"GDC metadata: {type(exc).__name__} from {url}") from exc
+        except httpx2.TransportError as exc:
+            problem = type(exc).__name__
+            continue
+        problem = f"HTTP {reply.status_code}"
+        if reply.status_code != 429 and reply.status_code < 500:
+            break
+    else:
+        raise FetchError(f"GDC metadata: {problem} from {url} (gave up after {settings.retries} retries)")
     if reply.status_code != 200:
-        raise FetchError(f"GDC metadata: HTTP {reply.status_code} from {url}")
+        raise FetchError(f"GDC metadata: {problem} from {url}")
     try:
         meta = GdcFile.model_validate(reply.json().get("data", {}))
     except (ValueError, ValidationError, AttributeError) as exc:
         raise FetchError(f"GDC metadata: unexpected reply from {url}") from exc
-    return Remote(url=f"{gdc_url}/data/{file_id}", size=meta.file_size, md5=meta.md5sum)
+    return Remote(url=f"{settings.gdc_url}/data/{file_id}", size=meta.file_size, md5=meta.md5sum)
 
 
 def gtex_remote(gtex_url: str, sample_id: str) -> Remote:
