@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, computed_field
 
 from giant.data.item import Item
-from giant.data.slides import LAYOUTS, SlideLocation, locate_all
+from giant.data.slides import LAYOUTS, Layout, SlideLocation, locate_all
 from giant.wsi.slide import Slide, SlideError
 
 OPEN_WORKERS = 8  # opening a slide is I/O bound: overlap them
@@ -29,7 +29,7 @@ class SlideRow(BaseModel):
     keys: list[str]  # those questions
     image_path: str
     status: Status
-    layout: str | None = None
+    layout: Layout | None = None
     path: Path | None = None
     duplicates: list[Path] = Field(default_factory=list)
     bytes: int | None = None  # on disk (a DICOM series: all its .dcm files)

@@ -21,28 +21,24 @@ SLIDE_UUID = "A44D70FA-4D96-43F4-9DD7-A61535786297"  # the UUID in GDC file name
 GTEX = "GTEX-OIZH-0626"
 
 
-def tcga(benchmark: str = "tcga_expert_vqa") -> Item:
+def item(benchmark: str, image_path: str, file_id: str) -> Item:
     return Item(
         benchmark=benchmark,
         benchmark_id="3",
-        image_path=f"{TCGA}.svs",
+        image_path=image_path,
         prompt="q",
         truth=1,
         metric="accuracy",
-        file_id=FILE_ID,
+        file_id=file_id,
     )
+
+
+def tcga(benchmark: str = "tcga_expert_vqa") -> Item:
+    return item(benchmark, f"{TCGA}.svs", FILE_ID)
 
 
 def gtex() -> Item:
-    return Item(
-        benchmark="gtex",
-        benchmark_id="5",
-        image_path=f"{GTEX}.tiff",
-        prompt="q",
-        truth=1,
-        metric="accuracy",
-        file_id=GTEX,
-    )
+    return item("gtex", f"{GTEX}.tiff", GTEX)
 
 
 def put(source: Path, target: Path) -> Path:
