@@ -69,7 +69,7 @@ class _Where:
 
     root: Path
     relative: PurePosixPath  # image_path, normalised
-    group: Path | None  # root/<tcga|gtex|panda|benchmark>
+    group: Path  # root/<tcga|gtex|panda>, or root/<benchmark_name> for other tasks
     benchmark: Path | None  # root/<benchmark_name>, when it differs from the group folder
     file_id: str  # a GDC UUID, or "" when the row's file_id is not one
 
@@ -108,7 +108,7 @@ def locate_slide(wsi_root: Path, item: Item) -> SlideLocation:
             seen.add(identity)
             found.append((layout, path))
     if not found:
-        exact = ", ".join(str(path) for path in _exact_paths(where))
+        exact = ", ".join(str(path) for path in where.in_each_folder(where.relative.name))
         raise SlideMissingError(
             f"slide for {item.key} not found: tried {exact}, the GDC download folders, "
             f"other slide extensions and a DICOM folder (see the README's 'Getting the slides')"
@@ -179,27 +179,25 @@ def _dicom_folder(where: _Where) -> Iterator[Path]:
             yield folder / dicoms[0]
 
 
-# The one search order. A slide found by several entries is used from the first one.
+# The one search order; a slide found by several entries is used from the first one. Every name
+# variant (the last four) is looked for in <root>, <root>/<group> and <root>/<benchmark_name>:
+#   flat             <root>/<image_path>  (where scripts/fetch_slides.py writes)
+#   group            <root>/{tcga,gtex,panda}/<image_path>
+#   benchmark        <root>/<benchmark_name>/<image_path>  (the authors' downloader)
+#   gdc_transfer     <folder>/<file_id>/<stem>[.<uuid>].<ext>  (GDC Data Transfer Tool)
+#   gdc_uuid_suffix  <folder>/<stem>.<uuid>.<ext>
+#   other_extension  <folder>/<stem>.<ext>, ext in SLIDE_EXTENSIONS
+#   dicom_folder     <folder>/<stem>[.dcm]/*.dcm  (a DICOM series, e.g. GTEx)
 SEARCH_ORDER: tuple[tuple[Layout, Callable[[_Where], Iterator[Path]]], ...] = (
-    ("flat", _exact(lambda where: where.root)),  # <root>/<image_path>: where scripts/fetch_slides.py writes
-    ("group", _exact(lambda where: where.group)),  # <root>/{tcga,gtex,panda}/<image_path>
-    (
-        "benchmark",
-        _exact(lambda where: where.benchmark),
-    ),  # <root>/<benchmark_name>/<image_path>: the authors' downloader
-    ("gdc_transfer", _gdc_transfer),  # <root>[/<group>|/<benchmark>]/<file_id>/<stem>[.<uuid>].<ext>
-    ("gdc_uuid_suffix", _uuid_suffix),  # <root>[/<group>|/<benchmark>]/<stem>.<uuid>.<ext>
-    (
-        "other_extension",
-        _other_extension,
-    ),  # <root>[/<group>|/<benchmark>]/<stem>.<ext>, ext in SLIDE_EXTENSIONS
-    ("dicom_folder", _dicom_folder),  # <root>[/<group>|/<benchmark>]/<stem>[.dcm]/*.dcm
+    ("flat", _exact(lambda where: where.root)),
+    ("group", _exact(lambda where: where.group)),
+    ("benchmark", _exact(lambda where: where.benchmark)),
+    ("gdc_transfer", _gdc_transfer),
+    ("gdc_uuid_suffix", _uuid_suffix),
+    ("other_extension", _other_extension),
+    ("dicom_folder", _dicom_folder),
 )
 LAYOUTS: tuple[str, ...] = tuple(layout for layout, _ in SEARCH_ORDER)
-
-
-def _exact_paths(where: _Where) -> list[Path]:
-    return [folder / where.relative for folder in where.folders]
 
 
 def _same_slide(name: str, relative: PurePosixPath) -> bool:
