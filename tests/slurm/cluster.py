@@ -23,18 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# (command, package) every test needs; the daemons live in /usr/sbin, not on a user's PATH.
-TOOLS = {
-    "munged": "munge",
-    "munge": "munge",
-    "slurmctld": "slurmctld",
-    "slurmd": "slurmd",
-    "sbatch": "slurm-client",
-    "sinfo": "slurm-client",
-    "scontrol": "slurm-client",
-    "scancel": "slurm-client",
-    "srun": "slurm-client",
-}
+# The commands the tests need; the daemons live in /usr/sbin, which may not be on a user's PATH.
+TOOLS = ("munged", "munge", "slurmctld", "slurmd", "sbatch", "sinfo", "squeue", "scontrol", "scancel", "srun")
 INSTALL_HINT = "apt-get install -y slurm-wlm munge (as root; bash .ci/run does it)"
 START_TIMEOUT_S = 60
 # slurmctld checks time limits every 30 s on its own clock, and sends a job's --signal warning at the
