@@ -29,6 +29,7 @@ lint: $(VENV_STAMP) ## ruff + mypy
 bench: $(VENV_STAMP) ## performance measurements (print numbers, assert nothing)
 	$(PY) benchmarks/crop_latency.py
 	$(PY) benchmarks/runner_overhead.py
+	$(PY) benchmarks/fetch_throughput.py
 
 demo: $(VENV_STAMP) ## synthetic slides, random provider, a real sweep into MLflow, a results table
 	@dir=multirun/demo/$$(date +%Y-%m-%d_%H-%M-%S); \
