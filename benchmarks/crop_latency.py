@@ -37,7 +37,7 @@ import openslide
 import tifffile
 from PIL import Image
 
-from giant.wsi.box import Box
+from giant.core import Box
 from giant.wsi.region import LEVEL_BIAS
 from giant.wsi.slide import Slide
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from giant.agent import run_episode
 from giant.agent.config import AgentConfig
-from giant.data.item import Item
+from giant.core import Item
 from giant.llm.config import ProviderConfig
 from giant.llm.factory import build_provider
 from giant.wsi.synthetic import write_synthetic_slide

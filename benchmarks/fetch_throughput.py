@@ -21,10 +21,10 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from giant.config import CONF_DIR
+from giant.core import Item
 from giant.data.fetch.plan import build_plan
 from giant.data.fetch.run import http_client, run_plan
 from giant.data.fetch.settings import FetchSettings
-from giant.data.item import Item
 from tests.fetch.stub import Stub, StubServer
 
 

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from giant.agent.config import AgentConfig
-from giant.data.item import Item
+from giant.core import Item
 from giant.eval.runner import RunConfig, run_eval
 from giant.llm.random_provider import format_answer
 from giant.llm.types import AnswerAction, CallContext, Conversation, CropAction, ModelTurn, Step, Usage

@@ -20,8 +20,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from giant.config import RunSettings, resolve
+from giant.core import Item
 from giant.data.defects import Defect
-from giant.data.item import Item
 from giant.errors import ConfigError
 from giant.eval.summary import Summary
 

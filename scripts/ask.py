@@ -63,7 +63,7 @@ def fail(message: str, code: int) -> None:
 
 def ask(cfg: DictConfig) -> None:
     from giant.agent import run_episode
-    from giant.data.item import Item
+    from giant.core import Item
     from giant.data.prompts import render_prompt
     from giant.eval.answers import extract_label
     from giant.llm.factory import build_provider

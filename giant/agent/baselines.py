@@ -23,10 +23,10 @@ from giant.agent.episode_state import Episode, EpisodeEnd, RetryCounter
 from giant.agent.images import Rendered, render_region, render_thumbnail
 from giant.agent.loop import image_part, overview
 from giant.agent.trajectory import Region
+from giant.core import Box
 from giant.eval.answers import extract_label
 from giant.eval.voting import majority_vote
 from giant.llm.types import AnswerAction, ImagePart, Part, TextPart
-from giant.wsi.box import Box
 from giant.wsi.slide import Slide
 from giant.wsi.tissue import TissueMask, sample_boxes
 

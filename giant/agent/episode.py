@@ -18,7 +18,7 @@ from giant.agent.episode_state import Episode, EpisodeEnd, compute_totals
 from giant.agent.images import ImageStore
 from giant.agent.loop import Navigator
 from giant.agent.trajectory import Trajectory
-from giant.data.item import Item
+from giant.core import Item
 from giant.llm.types import Provider
 from giant.wsi.slide import Slide, SlideError
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from giant.agent.config import AgentConfig
 from giant.agent.images import ImageStore, Rendered
-from giant.agent.trajectory import Call, Region, Status, Totals, Trajectory
-from giant.data.item import Item
+from giant.agent.trajectory import Call, Region, Totals, Trajectory
+from giant.core import Box, Item, Status
 from giant.llm.types import (
     CallContext,
     Conversation,
@@ -25,7 +25,6 @@ from giant.llm.types import (
     TokenCounts,
     Usage,
 )
-from giant.wsi.box import Box
 from giant.wsi.slide import Slide
 
 _RESPONSE = re.compile(r"<response>(.*?)</response>", re.DOTALL | re.IGNORECASE)

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from giant.llm.types import EncodedImage
-from giant.wsi.box import Box
+from giant.core import Box, EncodedImage
 from giant.wsi.encode import encode_jpeg
 from giant.wsi.guides import draw_guides
 from giant.wsi.slide import RegionImage, Slide

@@ -31,7 +31,8 @@ from giant.agent import prompts
 from giant.agent.context import Context
 from giant.agent.episode_state import Episode, EpisodeEnd, RetryCounter
 from giant.agent.images import Rendered, render_region
-from giant.agent.trajectory import Call, Status
+from giant.agent.trajectory import Call
+from giant.core import Box, Status
 from giant.llm.types import (
     AnswerAction,
     CropAction,
@@ -42,7 +43,6 @@ from giant.llm.types import (
     Step,
     TextPart,
 )
-from giant.wsi.box import Box
 
 
 def crop_issues(box: Box, width: int, height: int) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from giant.agent.config import AgentConfig
-from giant.wsi.box import Box
+from giant.core import Box
 
 ANSWER_FORMAT = (
     "Give your final answer as a <report>...</report> block with your findings, followed by a "

@@ -6,24 +6,10 @@ is small and can be rendered later (giant.tracking.viewer).
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, Field
 
+from giant.core import Box, Status
 from giant.llm.types import Step, TokenCounts, Usage
-from giant.wsi.box import Box
-
-Status = Literal[
-    "answered",
-    "step_limit_exceeded",
-    "early_answer_rejected",
-    "retries_exhausted",
-    "budget_exceeded",
-    "timeout",
-    "slide_error",
-    "slide_missing",
-    "provider_error",
-]
 
 
 class Call(BaseModel):

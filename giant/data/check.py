@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
 
-from giant.data.item import Item
+from giant.core import Item
 from giant.data.slides import LAYOUTS, Layout, SlideLocation, locate_all
 from giant.wsi.slide import Slide, SlideError
 

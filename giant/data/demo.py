@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
+from giant.core import Box
 from giant.data.multipathqa import CSV_COLUMNS
-from giant.wsi.box import Box
 from giant.wsi.synthetic import Finding, Shape, write_synthetic_slide
 
 DEMO_VERSION = 1  # bump when the generator changes: a new version builds into a new folder

@@ -17,8 +17,8 @@ from typing import cast
 import pandas as pd
 from pydantic import BaseModel
 
+from giant.core import Item, Metric
 from giant.data.defects import Defect
-from giant.data.item import Item, Metric
 from giant.data.prompts import render_prompt
 from giant.errors import ConfigError
 

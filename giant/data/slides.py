@@ -27,7 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from giant.data.item import Item
+from giant.core import Item
 
 TCGA_GROUP = "tcga"
 TCGA_BENCHMARKS = frozenset({"tcga", "tcga_slidebench", "tcga_expert_vqa"})  # share one slide folder

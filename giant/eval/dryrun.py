@@ -28,8 +28,8 @@ from pydantic import BaseModel, Field
 
 from giant.agent.config import AgentConfig
 from giant.agent.prompts import system_prompt
+from giant.core import Item
 from giant.data.check import SlideRow, check_slides, first_lines
-from giant.data.item import Item
 from giant.data.slides import layout_counts
 from giant.llm.pricing import Pricing
 from giant.llm.types import Usage

@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from giant.agent import run_episode
 from giant.agent.config import AgentConfig
 from giant.agent.trajectory import Trajectory
+from giant.core import Item
 from giant.data.defects import Defect
-from giant.data.item import Item
 from giant.data.slides import SlideLocation, SlideMissingError, locate_all
 from giant.errors import ConfigError
 from giant.eval.answers import extract_label

@@ -13,8 +13,8 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 
+from giant.core import Item
 from giant.data.defects import Defect
-from giant.data.item import Item
 from giant.eval.bootstrap import bootstrap
 from giant.eval.metrics import accuracy, balanced_accuracy, score
 from giant.eval.progress import is_failure

@@ -10,17 +10,9 @@ import hashlib
 import json
 import random
 
+from giant.core import AnswerSpace
 from giant.llm.config import ProviderConfig
-from giant.llm.types import (
-    AnswerAction,
-    AnswerSpace,
-    CallContext,
-    Conversation,
-    CropAction,
-    ModelTurn,
-    Step,
-    Usage,
-)
+from giant.llm.types import AnswerAction, CallContext, Conversation, CropAction, ModelTurn, Step, Usage
 
 
 def stable_rng(*parts: object) -> random.Random:

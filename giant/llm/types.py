@@ -12,6 +12,8 @@ from typing import Annotated, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from giant.core import AnswerSpace, EncodedImage
+
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 
 
@@ -107,17 +109,6 @@ class ModelTurn(BaseModel):
 # ----------------------------------------------------------------------------- conversation
 
 
-class EncodedImage(BaseModel):
-    """An image ready for a provider: base64 JPEG plus what we need to audit it without the bytes."""
-
-    model_config = ConfigDict(frozen=True)
-    data_b64: str = Field(repr=False)
-    media_type: str = "image/jpeg"
-    sha256: str
-    width: int
-    height: int
-
-
 class TextPart(BaseModel):
     type: Literal["text"] = "text"
     text: str
@@ -150,13 +141,6 @@ class AssistantMessage(BaseModel):
 
 
 Message = Annotated[UserMessage | AssistantMessage, Field(discriminator="role")]
-
-
-class AnswerSpace(BaseModel):
-    """What a valid answer looks like for the item: used by the random provider and answer prompts."""
-
-    kind: Literal["option", "grade"]
-    n_options: int = 0  # option: answers are 1..n_options; grade: answers are 0..5 (ISUP)
 
 
 class CallContext(BaseModel):

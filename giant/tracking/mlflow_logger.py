@@ -24,7 +24,7 @@ from mlflow.utils.time import get_current_time_millis
 from pydantic import BaseModel
 
 from giant.config import RunSettings, TrackingSettings
-from giant.data.item import Item
+from giant.core import Item
 from giant.errors import ConfigError
 from giant.eval.summary import Summary
 from giant.tracking.params import to_params

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from giant.agent.trajectory import Call, Region, Trajectory
+from giant.core import Box
 from giant.eval.results import RESULTS_FILE, latest_by_slot, read_results
 from giant.llm.types import AnswerAction, ConchAction, CropAction, NoteAction, Step, Usage
-from giant.wsi.box import Box
 
 TRAJECTORY_FILE = "trajectory.json"
 HTML_FILE = "trajectory.html"

@@ -8,7 +8,7 @@ import io
 
 from PIL import Image
 
-from giant.llm.types import EncodedImage
+from giant.core import EncodedImage
 
 DEFAULT_QUALITY = 75  # PIL's default, the authors' value
 

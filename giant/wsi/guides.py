@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageDraw, ImageFont
 
-from giant.wsi.box import Box
+from giant.core import Box
 
 _LINE_RGBA = (0, 255, 0, 110)  # thin, semi-transparent green
 _LABEL_BOX_RGBA = (0, 0, 0, 160)  # dark translucent box behind white text

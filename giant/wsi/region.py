@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from PIL import Image
 
-from giant.wsi.box import Box
+from giant.core import Box
 
 LEVEL_BIAS = 0.85  # OpenSlide's best-level rule scaled by 0.85: prefer finer levels (sharper crops)
 

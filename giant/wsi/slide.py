@@ -18,7 +18,7 @@ from typing import Literal
 import openslide
 from PIL import Image
 
-from giant.wsi.box import Box
+from giant.core import Box
 from giant.wsi.region import RegionImage, choose_level, clamp_box, output_size
 from giant.wsi.tiles import TileError, TileReader, resize
 

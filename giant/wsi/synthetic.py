@@ -21,7 +21,7 @@ import tifffile
 from PIL import Image, ImageChops, ImageDraw
 from pydantic import BaseModel, ConfigDict
 
-from giant.wsi.box import Box
+from giant.core import Box
 
 Shape = Literal["circle", "square", "triangle", "cross", "diamond", "ring"]
 SHAPES: tuple[Shape, ...] = ("circle", "square", "triangle", "cross", "diamond", "ring")

@@ -15,7 +15,7 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
-from giant.wsi.box import Box
+from giant.core import Box
 from giant.wsi.slide import Slide
 
 log = logging.getLogger(__name__)

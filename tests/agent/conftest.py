@@ -12,7 +12,7 @@ import pytest
 from giant.agent import run_episode
 from giant.agent.config import AgentConfig
 from giant.agent.trajectory import Trajectory
-from giant.data.item import Item
+from giant.core import Item
 from giant.llm.config import ProviderConfig
 from giant.llm.factory import build_provider
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider

@@ -9,7 +9,7 @@ from PIL import Image
 
 from giant.agent import prompts
 from giant.agent.baselines import PATCH_TIE_RULE, _tissue_mask
-from giant.data.item import Item
+from giant.core import Item
 from giant.llm.config import ProviderConfig
 from giant.llm.factory import build_provider
 from giant.llm.types import ImagePart

@@ -12,7 +12,7 @@ import pytest
 
 from giant.agent import prompts
 from giant.agent.trajectory import Trajectory
-from giant.data.item import Item
+from giant.core import Item
 
 from .conftest import answer, crop, error, run, scripted
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from giant.agent import prompts
 from giant.agent.trajectory import Trajectory
-from giant.data.item import Item
+from giant.core import Item
 from giant.llm.types import ImagePart
 
 from .conftest import HEIGHT, WIDTH, answer, crop, error, note, run, scripted, texts

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from giant.core import Item
 from giant.data.check import CheckReport, check_slides
-from giant.data.item import Item
 from giant.wsi.synthetic import write_synthetic_slide
 
 

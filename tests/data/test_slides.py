@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from giant.data.item import Item
+from giant.core import Item
 from giant.data.slides import SlideLocation, SlideMissingError, SlidePathError, locate_all, resolve_slide
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from giant.data.item import Item
+from giant.core import Item
 from giant.data.slides import LAYOUTS, SlideLocation, SlidePathError, locate_slide, resolve_slide
 from giant.wsi.slide import Slide
 

@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 from giant.agent.config import AgentConfig
-from giant.data.item import Item
+from giant.core import Item
 from giant.eval.runner import RunConfig, run_eval
 from giant.eval.summary import Summary
 from giant.llm.config import ProviderConfig

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from giant.agent.config import AgentConfig
-from giant.data.item import Item
+from giant.core import Item
 from giant.eval.dryrun import DRY_RUN_FILE, DryRunReport, anthropic_image_tokens, dry_run, openai_image_tokens
 from giant.llm.pricing import Pricing, Rates
 from tests.eval.runner_fixtures import make_items, write_slides

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from giant import interrupt
-from giant.data.item import Item
+from giant.core import Item
 from giant.eval.results import RESULTS_FILE, read_results
 from giant.eval.runner import RunConfig, run_eval
 from giant.eval.summary import Summary

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from giant.data.item import Item
+from giant.core import Item
 from giant.eval.results import SKIPPED, ResultRecord
 from giant.eval.summarize import summarize
 from giant.eval.summary import Provenance

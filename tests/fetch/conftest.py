@@ -11,8 +11,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from giant.config import CONF_DIR
+from giant.core import Item
 from giant.data.fetch.settings import FetchSettings
-from giant.data.item import Item
 from giant.data.multipathqa import CSV_COLUMNS
 from giant.wsi.synthetic import write_synthetic_slide
 from tests.fetch.stub import Stub, StubServer

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from giant.core import Item
 from giant.data.fetch.download import part_path
 from giant.data.fetch.plan import build_plan
 from giant.data.fetch.report import FetchReport
 from giant.data.fetch.run import http_client, run_plan
 from giant.data.fetch.settings import FetchSettings
-from giant.data.item import Item
 from giant.wsi.slide import Slide
 from tests.fetch.conftest import GTEX_ID, SLIDE_A, SLIDE_B, SLIDE_GTEX, UUID_A, UUID_B, item
 from tests.fetch.stub import Stub

@@ -9,15 +9,8 @@ import io
 import pytest
 from PIL import Image
 
-from giant.llm.types import (
-    AnswerSpace,
-    CallContext,
-    Conversation,
-    EncodedImage,
-    ImagePart,
-    TextPart,
-    UserMessage,
-)
+from giant.core import AnswerSpace, EncodedImage
+from giant.llm.types import CallContext, Conversation, ImagePart, TextPart, UserMessage
 
 
 def make_image(

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from giant.core import AnswerSpace
 from giant.errors import ConfigError
 from giant.llm.config import ProviderConfig
 from giant.llm.factory import build_provider
 from giant.llm.types import (
     AnswerAction,
-    AnswerSpace,
     CropAction,
     FatalProviderError,
     ModelTurn,

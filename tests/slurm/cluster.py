@@ -117,6 +117,7 @@ class Cluster:
                 proc.wait()
 
     def _spawn(self, name: str, command: list[str]) -> None:
+        # In the foreground (-D, --foreground) a daemon logs to stderr: one log file per daemon.
         with (self.root / f"{name}.log").open("ab") as log:
             self.processes[name] = subprocess.Popen(
                 [tool(command[0]) or command[0], *command[1:]],
@@ -154,7 +155,6 @@ class Cluster:
                 f"--socket={socket_path}",
                 f"--pid-file={self.root / 'munged.pid'}",
                 f"--seed-file={self.root / 'munged.seed'}",
-                f"--log-file={self.root / 'munged.daemon.log'}",
             ],
         )
 
@@ -186,8 +186,6 @@ class Cluster:
             f"SlurmdSpoolDir={root / 'spool'}",
             f"SlurmctldPidFile={root / 'slurmctld.pid'}",
             f"SlurmdPidFile={root / 'slurmd.pid'}",
-            f"SlurmctldLogFile={root / 'slurmctld.daemon.log'}",
-            f"SlurmdLogFile={root / 'slurmd.daemon.log'}",
             "ProctrackType=proctrack/linuxproc",  # no cgroups in a container
             "TaskPlugin=task/none",
             "SchedulerType=sched/backfill",

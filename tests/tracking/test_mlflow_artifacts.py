@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from giant.data.item import Item
+from giant.core import Item
 from giant.eval.results import ResultRecord, ResultsWriter
 from giant.job import select_items
 from giant.tracking.artifacts import confusion_table, write_confusion_matrix, write_predictions

@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
 from giant.config import CONF_DIR, RunSettings, resolve
-from giant.data.item import Item
+from giant.core import Item
 from giant.eval.summary import Bootstrap, Provenance, Summary, Totals
 from giant.tracking.callbacks import SWEEP_TABLE, MlflowSweepCallback
 from giant.tracking.mlflow_logger import PARENT_TAG, JobRun, SweepInfo, job_tags, summary_metrics

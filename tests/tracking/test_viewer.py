@@ -17,13 +17,12 @@ import pytest
 from giant.agent import run_episode
 from giant.agent.config import AgentConfig
 from giant.agent.trajectory import Call, Region, Trajectory
-from giant.data.item import Item
+from giant.core import Box, Item
 from giant.eval.results import ResultRecord, ResultsWriter, trajectory_dir
 from giant.llm.config import ProviderConfig
 from giant.llm.factory import build_provider
 from giant.llm.types import AnswerAction, Step, Usage
 from giant.tracking.viewer import render_html, write_html
-from giant.wsi.box import Box
 from giant.wsi.synthetic import write_synthetic_slide
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from giant.wsi.box import Box
+from giant.core import Box
 from giant.wsi.synthetic import Finding, write_synthetic_slide
 
 FINDING = Finding(box=Box(x=1200, y=900, w=120, h=120), shape="cross")

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from giant.wsi.box import Box
+from giant.core import Box
 from giant.wsi.guides import draw_guides, font_size, guide_lines
 
 

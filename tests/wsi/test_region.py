@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from giant.wsi.box import Box
+from giant.core import Box
 from giant.wsi.region import choose_level, clamp_box, output_size
 
 W, H = 10000, 8000

@@ -17,7 +17,7 @@ import pytest
 import tifffile
 from PIL import Image
 
-from giant.wsi.box import Box
+from giant.core import Box
 from giant.wsi.slide import Slide, SlideError
 
 from .conftest import FINDING
@@ -268,7 +268,7 @@ def test_thin_boxes(slide: Slide, box: Box, size: int, out: tuple[int, int]) -> 
 
 CLOSE_WHILE_READING = """
 import sys, threading, time
-from giant.wsi.box import Box
+from giant.core import Box
 from giant.wsi.slide import Slide, SlideError
 
 slide = Slide.open(sys.argv[1], direct_tiles=False)

@@ -7,7 +7,7 @@ import openslide
 import pytest
 from pydantic import ValidationError
 
-from giant.wsi.box import Box
+from giant.core import Box
 from giant.wsi.synthetic import SHAPES, Finding, write_synthetic_slide
 
 

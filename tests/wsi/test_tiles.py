@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from giant.core import Box
 from giant.wsi import tiles
-from giant.wsi.box import Box
 from giant.wsi.slide import Slide
 from giant.wsi.tiles import TileReader, resize, shrink_factors
 

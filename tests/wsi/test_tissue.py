@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from giant.wsi.box import Box
+from giant.core import Box
 from giant.wsi.slide import Slide
 from giant.wsi.tissue import TissueMask, otsu_threshold, sample_boxes
 

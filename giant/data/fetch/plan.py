@@ -13,10 +13,10 @@ from typing import Protocol, TypeVar
 import httpx2
 from pydantic import BaseModel
 
+from giant.core import Item
 from giant.data.check import human_bytes
 from giant.data.fetch.settings import FetchSettings
 from giant.data.fetch.sources import SOURCES, FetchError, Remote, Source, gdc_remote, gtex_remote
-from giant.data.item import Item
 from giant.data.slides import SlideMissingError, SlidePathError, locate_slide
 
 
