@@ -1,6 +1,6 @@
 """The conversation the agent grows step by step, and the view of it each provider call receives.
 
-The full history is kept; `render()` applies `max_images_in_context` N (facts section 1): the first
+The full history is kept; `render()` applies `max_images_in_context` N (paper_facts §1): the first
 image (the overview) and the N-1 newest later images stay, older images are replaced by a short text
 naming what they showed, so their descriptive text stays in context.
 """

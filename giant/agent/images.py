@@ -59,5 +59,5 @@ def _thumbnail(slide: Slide, long_side: int, quality: int) -> EncodedImage:
 
 
 async def render_thumbnail(slide: Slide, long_side: int, quality: int) -> EncodedImage:
-    """The thumbnail baseline's image: the whole slide, no guides (facts section 4)."""
+    """The thumbnail baseline's image: the whole slide, no guides (paper_facts §4)."""
     return await asyncio.to_thread(_thumbnail, slide, long_side, quality)

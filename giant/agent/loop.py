@@ -1,11 +1,11 @@
-"""The navigation loop (Algorithm 1) in its three readings (facts section 1):
+"""The navigation loop (Algorithm 1) in its three readings (paper_facts §1):
 
 - giant: early answers accepted; at step T the model must answer.
-- paper: fixed iterations (BUG-041): an answer before step T is rejected with a corrective message;
+- paper: fixed iterations (paper_facts §12): an answer before step T is rejected with a corrective message;
   successful trajectories hold exactly T-1 crops and the answer at step T.
 - authors: early answers accepted, no forced answer; T calls without an answer restart the episode
   from scratch, up to `max_restarts` times. The budget counts answered calls, as the authors' loop
-  does, so every crop of a multi-crop turn is executed (facts section 1).
+  does, so every crop of a multi-crop turn is executed (paper_facts §1).
 
 Two rules end an item early, and they count different things so that neither eats into the other:
 
@@ -17,7 +17,7 @@ Two rules end an item early, and they count different things so that neither eat
   early_answer_rejected. So an episode makes at most T + max_corrections provider calls that return
   a turn (T-1 crops, then max_corrections + 1 violations), and `Trajectory.corrections` records how
   many corrective messages were sent. A turn holding several crops is one violation.
-- Failures (BUG-038-B7, Spec-09): a call that fails (transient, parse, refusal) or an action that
+- Failures (paper_facts §10, §13): a call that fails (transient, parse, refusal) or an action that
   cannot be executed (an invalid box in strict mode, an unavailable tool). `max_retries` of them in
   a row fail the item with retries_exhausted; any other reply (an executed action, or a violation,
   which the correction rule judges) ends the streak.

@@ -1,6 +1,6 @@
 """Every text the agent writes to the model, in one place so the modes cannot drift apart.
 
-The wording follows facts section 1: the system prompt states the level-0 slide size, the step budget
+The wording follows paper_facts §1: the system prompt states the level-0 slide size, the step budget
 T (up to T-1 examination steps, the last one for the answer) and that coordinates are level-0 pixels;
 answers come as a <report> block and a <response> block carrying the task's JSON.
 """
@@ -61,7 +61,7 @@ def system_prompt(cfg: AgentConfig, width: int, height: int) -> str:
 
 def _authors_pacing(t: int) -> str:
     """Authors mode: the authors' prompt presses the model to spend its step budget rather than answer
-    early (facts section 1), so this mode says the same, in this project's words."""
+    early (paper_facts §1), so this mode says the same, in this project's words."""
     return (
         f"Spend as many of your {t} steps as you can on the slide; there is no reward for answering "
         "quickly, so do not rush to a conclusion. Look closely at the tissue, at the magnification "
@@ -71,7 +71,7 @@ def _authors_pacing(t: int) -> str:
 
 
 def _context_lines(cfg: AgentConfig) -> list[str]:
-    """max_images_in_context drops older images from what the model sees; facts section 1 wants the
+    """max_images_in_context drops older images from what the model sees; paper_facts §1 wants the
     system prompt to say so, in every mode that renders its context with it."""
     if cfg.max_images_in_context is None:
         return []
@@ -138,7 +138,7 @@ def examined_summary(regions: Sequence[str], notes: Sequence[str]) -> str:
 def force_answer_text(
     regions: Sequence[str], notes: Sequence[str], question: str, *, budget_usd: float | None = None
 ) -> str:
-    """Spec-09's FORCE_ANSWER_TEMPLATE: the limit, what was examined, the question again."""
+    """The force-answer message (paper_facts §13): the limit, what was examined, the question again."""
     if budget_usd is not None:
         head = f"The cost budget for this question (${budget_usd:g}) is used up."
     else:
@@ -159,7 +159,7 @@ STEP_LIMIT_CORRECTIVE = (
 
 
 def early_answer_corrective(crops_done: int, max_steps: int) -> str:
-    """BUG-041: the paper-mode rejection of an answer before step T."""
+    """The paper-mode rejection of an answer before step T (paper_facts §12)."""
     return (
         f"Do not answer yet; continue navigating. You have cropped {crops_done} of the "
         f"{max_steps - 1} regions you must examine. You must answer on the final step "
@@ -168,7 +168,7 @@ def early_answer_corrective(crops_done: int, max_steps: int) -> str:
 
 
 def invalid_crop_feedback(requested: Box, width: int, height: int, issues: Sequence[str]) -> str:
-    """Spec-09's error-feedback template (strict crops): the box, the bounds, the rule broken."""
+    """The invalid-box feedback (strict crops, paper_facts §13): the box, the bounds, the rule broken."""
     return (
         f"Invalid crop: you asked for x={requested.x}, y={requested.y}, width={requested.w}, "
         f"height={requested.h}, but the slide is {width} x {height} level-0 pixels "

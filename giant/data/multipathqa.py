@@ -2,7 +2,7 @@
 
 Everything the scorer relies on is settled here once: the prompt is rendered exactly as the model
 will see it, the truth is a canonical int, and known data defects are reported instead of being
-silently scored (facts section 5).
+silently scored (paper_facts §5).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Turning a CSV prompt field into the exact question text the model sees (facts section 5)."""
+"""Turning a CSV prompt field into the exact question text the model sees (paper_facts §5)."""
 
 from __future__ import annotations
 

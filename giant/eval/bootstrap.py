@@ -1,4 +1,4 @@
-"""Bootstrap over items (facts section 6: 1000 replicates, reported as mean +- std).
+"""Bootstrap over items (paper_facts §6: 1000 replicates, reported as mean +- std).
 
 Vectorised: every replicate's resampled correctness and class counts come from one index matrix,
 so 1000 x 934 costs milliseconds instead of 1000 scikit-learn calls.

@@ -4,7 +4,7 @@ structured: one tool whose input_schema is the step schema. It is forced (tool_c
 thinking is off; the API refuses forced tools with thinking on, so then tool_choice is auto and a
 text reply is read as a JSON step, or else as the answer.
 tools: the authors' protocol, slide_zoom/note tools and the answer as text; only the FIRST tool call
-of a turn is executed (facts section 1).
+of a turn is executed (paper_facts §1).
 Prompt caching: cache_control breakpoints on the system prompt and on the latest image, so each step
 reads every earlier image from the cache.
 """

@@ -1,6 +1,6 @@
 """Provider settings, validated once from conf/provider/*.yaml (Hydra) into this model.
 
-`crop_size` here is the per-provider default S (facts section 2: 1000 px for OpenAI-style models,
+`crop_size` here is the per-provider default S (paper_facts §2: 1000 px for OpenAI-style models,
 500 px for Claude, for image pricing); the conf layer interpolates it into `agent.crop_size`, and the
 agent reads only `AgentConfig.crop_size`.
 """

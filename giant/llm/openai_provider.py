@@ -3,7 +3,7 @@
 structured: the step comes back as JSON under a strict json_schema derived from the pydantic actions
 (read by giant.llm.decode: strict output still sometimes carries chatter or a repeat after the object).
 tools: the authors' protocol, function tools slide_zoom/note and the final answer as plain text;
-every crop of a turn is returned, in order (facts section 1). Caching is OpenAI's automatic prefix
+every crop of a turn is returned, in order (paper_facts §1). Caching is OpenAI's automatic prefix
 cache, steered per item with prompt_cache_key.
 Reasoning items: with store=false the server keeps nothing, so when reasoning is on the request
 includes reasoning.encrypted_content and each reply's reasoning items are re-sent, unmodified, just

@@ -3,7 +3,7 @@
 The pydantic models in giant.llm.types are the only place a constraint is written: every schema a
 provider sends (OpenAI strict json_schema, Anthropic tool input_schema, Chat Completions
 response_format, function tools) is derived here, so schema and validation can never drift
-(design note BUG-040-P1-2: the hand-written schema lacked the bounds and the model sent y = -22000).
+(paper_facts §11: a hand-written schema lacked the bounds and the model sent y = -22000).
 """
 
 from __future__ import annotations

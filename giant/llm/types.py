@@ -2,7 +2,7 @@
 
 Actions are pydantic models and the single source of truth for their constraints: the OpenAI strict
 schema and the Anthropic tool schema are generated from them, so the two can never drift
-(design note BUG-040-P1-2).
+(paper_facts §11).
 """
 
 from __future__ import annotations

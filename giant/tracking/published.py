@@ -1,4 +1,4 @@
-"""The paper's published numbers (GIANT_FACTS.md section 7), as data, so tables can show them beside ours.
+"""The paper's published numbers (paper_facts §7), as data, so tables can show them beside ours.
 
 Only the ExpertVQA figures of GIANT x5, TITAN and SlideChat are confirmed by the paper's abstract;
 every other figure is as quoted by a third-party reimplementation. `Published.confirmed` records

@@ -1,4 +1,4 @@
-"""Axis guides on the overview and every crop (GIANT_FACTS section 3).
+"""Axis guides on the overview and every crop (paper_facts §3).
 
 The model names its next crop in level-0 pixels; labelled guide lines let it read absolute positions
 off the image instead of guessing scale. Labels use the box actually read (after clamping), so the

@@ -1,4 +1,4 @@
-"""Crop geometry shared by every reader: clamping, level choice and output size (GIANT_FACTS section 2).
+"""Crop geometry shared by every reader: clamping, level choice and output size (paper_facts §2).
 
 Pure functions of numbers, kept apart from file access so the rules the paper fixes can be tested
 exhaustively without a slide.

@@ -1,4 +1,4 @@
-"""Whole-slide access: open a slide, read crops the way the paper does (GIANT_FACTS section 2), fast.
+"""Whole-slide access: open a slide, read crops the way the paper does (paper_facts §2), fast.
 
 OpenSlide reads every vendor format; all its failures become one `SlideError` whose message names
 the file and the cause, so the agent can record an item-level failure instead of crashing a run.

@@ -1,4 +1,4 @@
-"""The navigation loop with the scripted provider on a real generated slide (Spec-09 test plan)."""
+"""The navigation loop with the scripted provider on a real generated slide (paper_facts §13 test plan)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The system prompts against facts section 1 (paper-fidelity audit): what each prompt must state."""
+"""The system prompts against paper_facts §1 (paper-fidelity audit): what each prompt must state."""
 
 from __future__ import annotations
 

@@ -174,7 +174,7 @@ def test_invalid_json_is_a_parse_error_with_raw_text_and_usage() -> None:
 
 
 def test_negative_coordinate_is_a_parse_error() -> None:
-    """Design note BUG-040-P1-2: the model once sent y = -22000."""
+    """paper_facts §11: the model once sent y = -22000."""
     reply = step_json({**CROP, "y": -22000})
     with pytest.raises(ParseError, match=r"action\.crop\.y") as err:
         call(MockAPI(responses_body(message(reply))), CFG)

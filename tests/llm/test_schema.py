@@ -1,4 +1,4 @@
-"""The step schema is derived from the pydantic actions (design note BUG-040-P1-2) and obeys strict mode."""
+"""The step schema is derived from the pydantic actions (paper_facts §11) and obeys strict mode."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The crop geometry rules of GIANT_FACTS section 2, on numbers alone."""
+"""The crop geometry rules of paper_facts §2, on numbers alone."""
 
 from __future__ import annotations
 
