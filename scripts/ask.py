@@ -65,7 +65,8 @@ def ask(cfg: DictConfig) -> None:
     from giant.agent import run_episode
     from giant.core import Item
     from giant.data.prompts import render_prompt
-    from giant.eval.answers import extract_label
+    from giant.eval.scoring import score_trajectory
+    from giant.eval.voting import TIE_RULES
     from giant.llm.factory import build_provider
     from giant.tracking.viewer import TRAJECTORY_FILE, write_html
     from giant.wsi.slide import Slide, SlideError
@@ -100,8 +101,8 @@ def ask(cfg: DictConfig) -> None:
         run_episode(item, slide_path, provider, settings.agent, out_dir=out_dir, seed=settings.seed)
     )
     option = None  # the option the answer names, read as the scorer reads benchmark answers
-    if traj.answer is not None and settings.options:
-        label = extract_label(traj.answer, item.benchmark, settings.options).label
+    if traj.status == "answered" and settings.options:
+        label = score_trajectory(traj, item, tie_rule=TIE_RULES[0], panda_null_as_zero=True).label
         chosen = settings.options[label - 1] if label and 1 <= label <= len(settings.options) else None
         option = f"{label}. {chosen}" if chosen is not None else "none found in the answer"
     page = write_html(out_dir, traj, label=option)  # no truth: the question is not scored

@@ -1,8 +1,8 @@
-"""The baselines and the random-region ablation (facts section 4): the model never chooses a region.
+"""The baselines and the random-region ablation (paper_facts §4): the model never chooses a region.
 
 - thumbnail: one call with a thumbnail of the whole slide, no guides, no system prompt.
-- patch: `patch_count` random level-0 tissue patches, each asked alone and concurrently; the answers
-  are combined by majority vote, ties going to the label the lowest-numbered patch gave.
+- patch: `patch_count` random level-0 tissue patches, each asked alone and concurrently; the episode
+  returns the per-patch answers (Trajectory.patch_answers) and eval extracts and votes over them.
 - random_regions: T-1 random square tissue regions shown after the overview, then one answer call.
 """
 
@@ -19,18 +19,14 @@ import numpy as np
 
 from giant.agent import prompts
 from giant.agent.context import Context
-from giant.agent.episode_state import Episode, EpisodeEnd, RetryCounter
+from giant.agent.episode_state import Episode, EpisodeEnd, RetryCounter, task_answer
 from giant.agent.images import Rendered, render_region, render_thumbnail
 from giant.agent.loop import image_part, overview
 from giant.agent.trajectory import Region
 from giant.core import Box
-from giant.eval.answers import extract_label
-from giant.eval.voting import majority_vote
 from giant.llm.types import AnswerAction, ImagePart, Part, TextPart
 from giant.wsi.slide import Slide
 from giant.wsi.tissue import TissueMask, sample_boxes
-
-PATCH_TIE_RULE = "lowest_run_index"  # here: the tied label given by the lowest-numbered patch
 
 
 @dataclass
@@ -135,27 +131,9 @@ async def run_patch(ep: Episode) -> None:
     if all(isinstance(r, EpisodeEnd) for r in results):
         reasons = "; ".join(r.reason for r in results if isinstance(r, EpisodeEnd))
         raise EpisodeEnd("retries_exhausted", f"every patch call failed: {reasons}")
-    labels = [
-        None if isinstance(r, EpisodeEnd) else extract_label(r, ep.item.benchmark, ep.item.options).label
-        for r in results
-    ]
+    ep.traj.patch_answers = [None if isinstance(r, EpisodeEnd) else task_answer(r) for r in results]
     ep.steps += sum(1 for r in results if not isinstance(r, EpisodeEnd))
-    ep.answered(_vote_text(ep, labels), budget_forced=False, whole=True)
-
-
-def _vote_text(ep: Episode, labels: list[int | None]) -> str:
-    """A synthesized answer in the format real models use, recording the vote it came from."""
-    winner = majority_vote(labels, PATCH_TIE_RULE)
-    counts = {label: labels.count(label) for label in sorted({lab for lab in labels if lab is not None})}
-    report = (
-        f"Majority vote over {len(labels)} patches (tie: the label of the lowest-numbered patch); "
-        f"votes {json.dumps({str(k): v for k, v in counts.items()})}, "
-        f"{labels.count(None)} without a valid answer; per patch {json.dumps(labels)}."
-    )
-    if winner is None:
-        return f"<report>{report} No patch gave a valid answer.</report>"
-    key = "answer" if ep.item.options else "isup_grade"
-    return f"<report>{report}</report>\n<response>{json.dumps({key: winner})}</response>"
+    ep.answered(None, budget_forced=False)
 
 
 async def run_random_regions(ep: Episode) -> None:

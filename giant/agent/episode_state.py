@@ -48,7 +48,7 @@ def task_answer(text: str) -> str:
 @dataclass
 class RetryCounter:
     """Consecutive failures (transient, parse, refusal, invalid crop, unavailable tool): the item fails
-    when `limit` happen in a row; any other reply resets the streak (BUG-038-B7). Rule violations
+    when `limit` happen in a row; any other reply resets the streak (paper_facts §10). Rule violations
     (a crop when the answer is due, a rejected early answer) have their own limit, max_corrections."""
 
     limit: int
@@ -188,9 +188,9 @@ class Episode:
         self.traj.regions.append(region_record)
         return region_record
 
-    def answered(self, text: str, *, budget_forced: bool, whole: bool = False) -> None:
-        """`whole` keeps the full text (a synthesized answer whose report is the record)."""
-        self.traj.answer = text if whole else task_answer(text)
+    def answered(self, text: str | None, *, budget_forced: bool) -> None:
+        """`text` None: the answers are elsewhere in the trajectory (patch mode's per-patch answers)."""
+        self.traj.answer = None if text is None else task_answer(text)
         if budget_forced:
             self.traj.status = "budget_exceeded"
             self.traj.reason = (

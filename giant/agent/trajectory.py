@@ -64,6 +64,9 @@ class Trajectory(BaseModel):
     regions: list[Region] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     answer: str | None = None  # the model's final answer text (task part from <response> if present)
+    # patch mode: each patch's answer text in patch order (None: that patch got no answer); the
+    # agent never scores, eval extracts and votes over these with the run's settings
+    patch_answers: list[str | None] | None = None
     status: Status = "provider_error"
     reason: str = ""
     restarts: int = 0

@@ -38,6 +38,7 @@ class ResultRecord(TokenCounts):
     prediction: str | None = None  # the model's answer text
     label: int | None = None
     method: str | None = None  # how the label was extracted
+    patch_labels: list[int | None] | None = None  # patch mode: the label each patch gave (voted)
     truth: int
     correct: bool = False
     status: str

@@ -31,7 +31,6 @@ from giant.core import Item
 from giant.data.defects import Defect
 from giant.data.slides import SlideLocation, SlideMissingError, locate_all
 from giant.errors import ConfigError
-from giant.eval.answers import extract_label
 from giant.eval.progress import Progress
 from giant.eval.provenance import build_provenance
 from giant.eval.results import (
@@ -46,6 +45,7 @@ from giant.eval.results import (
     trajectory_dir,
 )
 from giant.eval.resume import carry_over
+from giant.eval.scoring import score_trajectory
 from giant.eval.summarize import SUMMARY_FILE, summarize
 from giant.eval.summary import Summary
 from giant.interrupt import StopRequest
@@ -339,8 +339,9 @@ def _scored_record(
     run: RunConfig,
 ) -> ResultRecord:
     totals = trajectory.totals
+    answers = trajectory.patch_answers
     fields: dict[str, object] = {
-        "prediction": trajectory.answer,
+        "prediction": trajectory.answer if answers is None else json.dumps(answers),
         "status": trajectory.status,
         "reason": trajectory.reason,
         "calls": totals.calls,
@@ -352,14 +353,15 @@ def _scored_record(
         "trajectory": rel,
     }
     if trajectory.status == "answered":
-        extraction = extract_label(
-            trajectory.answer or "", item.benchmark, item.options, panda_null_as_zero=run.panda_null_as_zero
+        scored = score_trajectory(
+            trajectory, item, tie_rule=run.tie_rule, panda_null_as_zero=run.panda_null_as_zero
         )
-        fields["method"] = extraction.method
-        if extraction.label is None:
+        fields["method"] = scored.method
+        fields["patch_labels"] = scored.patch_labels
+        if scored.label is None:
             fields["status"] = UNPARSEABLE
-            fields["reason"] = f"unparseable answer: {extraction.detail or extraction.method}"
+            fields["reason"] = f"unparseable answer: {scored.detail or scored.method}"
         else:
-            fields["label"] = extraction.label
-            fields["correct"] = extraction.label == item.truth
+            fields["label"] = scored.label
+            fields["correct"] = scored.label == item.truth
     return _record(item, run_index, run, **fields)
