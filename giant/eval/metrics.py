@@ -1,5 +1,5 @@
-"""Accuracy and balanced accuracy with failures counted as incorrect, so n never shrinks (facts
-section 6): a model that fails more cannot score higher by answering less."""
+"""Accuracy and balanced accuracy with failures counted as incorrect, so n never shrinks
+(paper_facts §6): a model that fails more cannot score higher by answering less."""
 
 from __future__ import annotations
 
