@@ -25,8 +25,10 @@ import time
 from pathlib import Path
 
 from giant.agent.config import AgentConfig
+from giant.agent.modes.navigation import GiantConfig
+from giant.config import shipped_run_options
 from giant.core import Item
-from giant.eval.runner import RunConfig, run_eval
+from giant.eval.runner import run_eval
 from giant.llm.random_provider import format_answer
 from giant.llm.types import AnswerAction, CallContext, Conversation, CropAction, ModelTurn, Step, Usage
 from giant.wsi.synthetic import write_synthetic_slide
@@ -67,7 +69,8 @@ def timed_run(root: Path, items: list[Item], agent: AgentConfig, latency: float,
             wsi_root=root / "wsi",
             provider=LatencyProvider(latency, agent.crop_size),
             agent=agent,
-            run=RunConfig(concurrency=concurrency, progress=False),
+            run=shipped_run_options(concurrency=concurrency),
+            progress_bar=False,
             out_dir=out,
             config_hash="bench",
             dataset_hash="bench",
@@ -108,7 +111,7 @@ def main() -> None:
             )
             for i in range(args.items)
         ]
-        agent = AgentConfig(max_steps=args.steps, crop_size=args.crop_size)
+        agent = GiantConfig(max_steps=args.steps, crop_size=args.crop_size)
         # Without latency the wall is pure CPU work (crop rendering, JPEG, results): the floor.
         cpu_wall = timed_run(root, items, agent, 1e-6, args.concurrency)
         wall = timed_run(root, items, agent, args.latency, args.concurrency)

@@ -90,6 +90,18 @@ class RunOptions(_Strict):
         return [str(v) for v in value] if isinstance(value, list | tuple) else value
 
 
+def shipped_run_options(**changes: object) -> RunOptions:
+    """The run options as conf/config.yaml ships them, with `changes`: for code that calls the runner
+    without Hydra (tests, benchmarks), so the values still come from the one config file."""
+    shipped = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"), resolve=False)
+    assert isinstance(shipped, dict)
+    values = {key: shipped[key] for key in RunOptions.model_fields if key in shipped}
+    try:
+        return RunOptions.model_validate({**values, **changes})
+    except ValidationError as exc:
+        raise ConfigError(one_line(exc)) from None
+
+
 class TrackingSettings(_Strict):
     enabled: bool = True
     uri: str = Field(min_length=1)

@@ -132,7 +132,7 @@ def run_job(cfg: DictConfig) -> float | None:
                 wsi_root=data.wsi_root,
                 provider=provider,
                 agent=settings.agent,
-                run=_runner_config(settings),
+                run=settings.run,
                 out_dir=out_dir,
                 config_hash=config_hash,
                 dataset_hash=data.dataset_hash,
@@ -150,24 +150,6 @@ def run_job(cfg: DictConfig) -> float | None:
     return summary.metric.point
 
 
-def _runner_config(settings: RunSettings) -> Any:
-    from giant.eval.runner import RunConfig
-
-    run = settings.run
-    return RunConfig(
-        runs_per_item=run.runs_per_item,
-        concurrency=run.concurrency,
-        budget_usd=run.budget_usd,
-        retry_failed=run.retry_failed,
-        skip_missing=run.skip_missing,
-        seed=run.seed,
-        bootstrap_replicates=run.bootstrap_replicates,
-        tie_rule=run.tie_rule,
-        panda_null_as_zero=run.panda_null_as_zero,
-        record_requests=run.record_requests,
-    )
-
-
 def _dry_run(settings: RunSettings, data: JobData, out_dir: Path) -> None:
     from giant.eval.dryrun import dry_run
     from giant.llm.pricing import Pricing
@@ -176,7 +158,7 @@ def _dry_run(settings: RunSettings, data: JobData, out_dir: Path) -> None:
         data.items,
         wsi_root=data.wsi_root,
         agent=settings.agent,
-        provider_model=settings.provider.model,
+        provider=settings.provider,
         pricing=Pricing.load(settings.provider.pricing_file),
         runs_per_item=settings.run.runs_per_item,
         out_dir=out_dir,

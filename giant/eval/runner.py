@@ -20,13 +20,11 @@ import time
 from collections import Counter, deque
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from giant.agent import run_episode
 from giant.agent.config import AgentConfig
 from giant.agent.trajectory import Trajectory
+from giant.config import RunOptions
 from giant.core import Item
 from giant.data.defects import Defect
 from giant.data.slides import SlideLocation, SlideMissingError, locate_all
@@ -51,24 +49,9 @@ from giant.eval.summary import Summary
 from giant.interrupt import StopRequest
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider
 
-
-class RunConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    runs_per_item: int = Field(1, ge=1)
-    concurrency: int = Field(8, ge=1)
-    budget_usd: float | None = Field(None, gt=0)  # across the whole run, resumed spending included
-    retry_failed: bool = False  # on resume, re-run item-runs that failed for transient reasons
-    skip_missing: bool = False  # missing slides are skipped (reported, not scored) instead of failing
-    seed: int = 0
-    bootstrap_replicates: int = Field(1000, ge=1)
-    tie_rule: Literal["lowest_run_index"] = "lowest_run_index"
-    panda_null_as_zero: bool = True
-    record_requests: bool = False  # save each sanitized provider request beside the trajectory
-    progress: bool = True
-    # After a stop request, how long calls already in flight may take to return: an answer that
-    # arrives in time is kept, anything else is cancelled (below docker's 10 s and SLURM's signal_delay_s).
-    stop_grace_s: float = Field(8.0, ge=0)
+# After a stop request, how long calls already in flight may take to return: an answer that arrives
+# in time is kept, anything else is cancelled (below docker's 10 s and SLURM's signal_delay_s).
+STOP_GRACE_S = 8.0
 
 
 def item_seed(seed: int, key: str, run_index: int) -> int:
@@ -169,18 +152,22 @@ async def run_eval(
     wsi_root: Path,
     provider: Provider,
     agent: AgentConfig,
-    run: RunConfig,
+    run: RunOptions,
     out_dir: Path,
     config_hash: str,
     dataset_hash: str,
     resume_from: Path | None = None,
     stop: StopRequest | None = None,
     dataset_defects: Sequence[Defect] = (),
+    progress_bar: bool = True,
+    stop_grace_s: float = STOP_GRACE_S,
 ) -> Summary:
     """Run every pending item-run, write results.jsonl, trajectories/ and summary.json in `out_dir`.
 
-    `stop` (giant.interrupt) ends the run early and cleanly; the summary then says it is incomplete.
-    `dataset_defects` (the loader's report on `items`) is recorded in summary.json."""
+    `run` is the run part of the validated settings (giant.config.RunOptions), taken as it is.
+    `stop` (giant.interrupt) ends the run early and cleanly; the summary then says it is incomplete;
+    calls in flight then get `stop_grace_s` to return. `dataset_defects` (the loader's report on
+    `items`) is recorded in summary.json."""
     dataset, metric_name = check_items(items)
     slots = {(item.key, k) for item in items for k in range(run.runs_per_item)}
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -203,7 +190,7 @@ async def run_eval(
     skipped = [(item, k) for item, k in todo if run.skip_missing and _is_missing(slides[item.key])]
     skipped_slots = {(item.key, k) for item, k in skipped}
     pending = deque((item, k) for item, k in todo if (item.key, k) not in skipped_slots)
-    progress = Progress(total=len(slots), done=list(done.values()), enabled=run.progress)
+    progress = Progress(total=len(slots), done=list(done.values()), enabled=progress_bar)
     stop = stop if stop is not None else StopRequest()
     gated = _Gated(provider, stop)
     episodes: set[asyncio.Task[ResultRecord]] = set()
@@ -235,7 +222,7 @@ async def run_eval(
                 progress.update(record)
 
         workers = [asyncio.create_task(worker()) for _ in range(min(run.concurrency, len(pending)))]
-        cutter = asyncio.create_task(_cut_after_grace(stop, episodes, run.stop_grace_s))
+        cutter = asyncio.create_task(_cut_after_grace(stop, episodes, stop_grace_s))
         try:
             await asyncio.gather(*workers)  # a cancelled run_eval cancels the workers with it
         except asyncio.CancelledError:
@@ -274,7 +261,7 @@ async def run_eval(
     return summary
 
 
-def _record(item: Item, run_index: int, run: RunConfig, **fields: object) -> ResultRecord:
+def _record(item: Item, run_index: int, run: RunOptions, **fields: object) -> ResultRecord:
     return ResultRecord.model_validate(
         {
             "key": item.key,
@@ -291,7 +278,7 @@ def _is_missing(slide: Path | Exception) -> bool:
     return isinstance(slide, SlideMissingError)
 
 
-def _problem_record(item: Item, run_index: int, run: RunConfig, problem: Exception) -> ResultRecord:
+def _problem_record(item: Item, run_index: int, run: RunOptions, problem: Exception) -> ResultRecord:
     status = "slide_missing" if _is_missing(problem) else "slide_error"
     return _record(item, run_index, run, status=status, reason=str(problem))
 
@@ -302,7 +289,7 @@ async def _run_one(
     slide: Path | Exception,
     provider: Provider,
     agent: AgentConfig,
-    run: RunConfig,
+    run: RunOptions,
     out_dir: Path,
 ) -> ResultRecord:
     if isinstance(slide, Exception):
@@ -336,7 +323,7 @@ def _scored_record(
     trajectory: Trajectory,
     rel: str | None,
     seconds: float,
-    run: RunConfig,
+    run: RunOptions,
 ) -> ResultRecord:
     totals = trajectory.totals
     answers = trajectory.patch_answers

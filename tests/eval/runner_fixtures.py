@@ -14,10 +14,12 @@ from collections import Counter
 from pathlib import Path
 
 from giant.agent.config import AgentConfig
+from giant.agent.modes.navigation import GiantConfig
+from giant.config import shipped_run_options
 from giant.core import Item
-from giant.eval.runner import RunConfig, run_eval
+from giant.eval.runner import run_eval
 from giant.eval.summary import Summary
-from giant.llm.config import ProviderConfig
+from giant.llm.config import provider_settings
 from giant.llm.random_provider import RandomProvider, format_answer, random_label
 from giant.llm.types import (
     AnswerAction,
@@ -35,7 +37,7 @@ from giant.wsi.synthetic import write_synthetic_slide
 
 SLIDE_W, SLIDE_H = 2000, 1500
 SLIDES = ["a.svs", "b.svs"]  # written once per test module by the `wsi_root` fixture (conftest.py)
-AGENT = AgentConfig(max_steps=3, crop_size=256)
+AGENT = GiantConfig(max_steps=3, crop_size=256)
 FAULTS = ("transient", "parse", "out_of_bounds", "hang")
 
 
@@ -73,8 +75,10 @@ async def evaluate(
     resume_from: Path | None = None,
     **settings: object,
 ) -> Summary:
-    """run_eval with the tests' fixed hashes and no progress bar; `settings` are RunConfig fields."""
-    cfg = RunConfig.model_validate({"progress": False, **settings})
+    """run_eval with the tests' fixed hashes and no progress bar (unless `progress=True`); the other
+    `settings` change the run options conf/config.yaml ships (giant.config.shipped_run_options)."""
+    progress = bool(settings.pop("progress", False))
+    cfg = shipped_run_options(**settings)
     return await run_eval(
         items,
         wsi_root=wsi_root,
@@ -85,11 +89,12 @@ async def evaluate(
         config_hash="c0ffee",
         dataset_hash="da7a",
         resume_from=resume_from,
+        progress_bar=progress,
     )
 
 
 def random_provider() -> RandomProvider:
-    return RandomProvider(ProviderConfig(name="random", model="random"))
+    return RandomProvider(provider_settings("random"))
 
 
 def _rng(*parts: object) -> random.Random:

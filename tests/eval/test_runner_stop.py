@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from giant import interrupt
+from giant.config import shipped_run_options
 from giant.core import Item
 from giant.eval.results import RESULTS_FILE, read_results
-from giant.eval.runner import RunConfig, run_eval
+from giant.eval.runner import STOP_GRACE_S, run_eval
 from giant.eval.summary import Summary
 from giant.interrupt import StopRequest, stop_on_signals
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider
@@ -40,6 +41,7 @@ async def _run(
     provider: Provider,
     out_dir: Path,
     stop: StopRequest | None,
+    stop_grace_s: float = STOP_GRACE_S,
     **settings: object,
 ) -> Summary:
     return await run_eval(
@@ -47,12 +49,14 @@ async def _run(
         wsi_root=wsi_root,
         provider=provider,
         agent=AGENT,
-        run=RunConfig.model_validate({"progress": False, "concurrency": 2, **settings}),
+        run=shipped_run_options(**{"concurrency": 2, **settings}),
         out_dir=out_dir,
         config_hash="c0ffee",
         dataset_hash="da7a",
         resume_from=out_dir if (out_dir / RESULTS_FILE).is_file() else None,
         stop=stop,
+        progress_bar=False,
+        stop_grace_s=stop_grace_s,
     )
 
 
