@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from giant.agent.config import AgentConfig
 from giant.errors import ConfigError
-from giant.llm.config import ProviderConfig
+from giant.llm.config import PROVIDER_NAMES, ProviderConfig, providers_with
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = PROJECT_ROOT / "conf"
@@ -141,28 +141,9 @@ class RunSettings(_Strict):
 
     def cross_check(self) -> None:
         """What each model alone cannot see: combinations a provider or agent cannot serve."""
-        p, a = self.provider, self.agent
-        if p.name == "scripted" and not p.script:
-            raise ConfigError(
-                "provider=scripted needs a script: pass provider.script=FILE (a JSONL of steps)"
-            )
-        if p.script and not Path(p.script).is_file():
-            raise ConfigError(f"provider.script={p.script}: file not found; pass an existing JSONL file")
-        if p.name == "openai_compatible" and not p.base_url:
-            raise ConfigError(
-                "provider=openai_compatible needs a server: pass provider.base_url=http://HOST:PORT/v1"
-            )
-        if p.name == "anthropic" and p.thinking_budget is not None:
-            if p.temperature not in (None, 1.0):
-                raise ConfigError(
-                    "provider.temperature: Anthropic extended thinking requires no temperature; "
-                    "set provider.temperature=null or provider.thinking_budget=null"
-                )
-            if p.max_tokens is not None and p.thinking_budget >= p.max_tokens:
-                raise ConfigError(
-                    f"provider.thinking_budget={p.thinking_budget} must be below provider.max_tokens="
-                    f"{p.max_tokens}; lower the budget or raise max_tokens"
-                )
+        # Provider checks (a script that exists, a server URL, thinking limits) live in the
+        # provider's own settings model (giant/llm/config.py).
+        a = self.agent
         if a.region_max_side is not None and a.region_max_side < a.region_min_side:
             raise ConfigError(
                 f"agent.region_max_side={a.region_max_side} is below agent.region_min_side="
@@ -189,7 +170,7 @@ class RunSettings(_Strict):
         for key in ("concurrency", "budget_usd", "dry_run", "retry_failed", "resume"):
             data["run"].pop(key)
         for key in ("rpm", "tpm", "timeout_s", "max_retries", "api_key_env", "base_url", "pricing_file"):
-            data["provider"].pop(key)
+            data["provider"].pop(key, None)  # not every provider has every pacing key
         for key in ("csv_path", "wsi_root", "hf_repo", "hf_file"):
             data["dataset"].pop(key)
         text = json.dumps(data, sort_keys=True)
@@ -216,7 +197,10 @@ def resolve(cfg: DictConfig) -> dict[str, Any]:
 def one_line(exc: ValidationError) -> str:
     """The first pydantic error as `dotted.key=value: message; fix it`."""
     error = exc.errors()[0]
-    location = ".".join(str(part) for part in error["loc"])
+    parts = [str(part) for part in error["loc"]]
+    if parts[:1] == ["provider"] and len(parts) > 1 and parts[1] in PROVIDER_NAMES:
+        del parts[1]  # the tag pydantic adds for a union member: `provider.openai.x` is `provider.x`
+    location = ".".join(parts)
     location = location.removeprefix("run.")  # run options are top-level keys on the command line
     value = error.get("input")
     shown = "" if isinstance(value, dict) else f"={value}"
@@ -284,6 +268,13 @@ def check_override_keys(argv: list[str], config_name: str = "config", conf_dir: 
             group_overrides = [f"{group}={value}" for group, value in zip(groups, picked, strict=True)]
             configs.append(compose(config_name, overrides=group_overrides))
     for key in keys:
+        owners = providers_with(key.removeprefix("provider.")) if key.startswith("provider.") else []
+        lacking = sorted({str(OmegaConf.select(c, "provider.name")) for c in configs if not _has_key(c, key)})
+        if owners and lacking:
+            raise ConfigError(
+                f"{key} is a setting of provider={','.join(owners)} only, not of provider={','.join(lacking)}: "
+                "pick one of those provider options or drop the key"
+            )
         if not any(_has_key(cfg, key) for cfg in configs):
             known = sorted({name for cfg in configs for name in _dotted_keys(cfg)})
             close = difflib.get_close_matches(key, known, n=1)

@@ -29,7 +29,11 @@ class Context:
         self.messages.append(UserMessage(parts=parts, in_reply_to=in_reply_to))
 
     def add_assistant(self, turn: ModelTurn) -> None:
-        self.messages.append(AssistantMessage(steps=turn.steps, raw_text=turn.raw_text))
+        # The turn's provider-only state (reasoning items, signed thinking) goes with it: the provider
+        # reads it back from the conversation in later requests.
+        self.messages.append(
+            AssistantMessage(steps=turn.steps, raw_text=turn.raw_text, reasoning=turn.reasoning)
+        )
 
     def append_text(self, text: str) -> None:
         """Add text to the last user message (a forced-answer notice rides on the last crop result,

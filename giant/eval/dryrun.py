@@ -5,10 +5,8 @@ estimates tokens and dollars from the price table without calling any provider.
 
 The estimate is a documented approximation, an upper bound for a run that uses every step:
 - image tokens per image of side S (every image counted as an S x S square, the largest a crop can
-  be), by the providers' published formulas: OpenAI high detail scales the image to fit 2048 px,
-  then its short side to 768 px, and charges 85 + 170 per 512-px tile; Anthropic charges about
-  width x height / 750 after scaling the long side to at most 1568 px. Models whose name contains
-  "claude" use the Anthropic formula, all others the OpenAI one;
+  be), by the formula the provider class names (giant/llm/image_tokens.py: OpenAI's high-detail
+  tiles, Anthropic's pixels / 750), asked without an API key;
 - text at about 4 characters per token (system prompt and question, resent at every call) and
   OUTPUT_TOKENS_PER_CALL output tokens per call (hidden reasoning tokens of reasoning models can
   be several times more), each answer resent as input at later calls;
@@ -19,7 +17,6 @@ The estimate is a documented approximation, an upper bound for a run that uses e
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +28,8 @@ from giant.agent.prompts import system_prompt
 from giant.core import Item
 from giant.data.check import SlideRow, check_slides, first_lines
 from giant.data.slides import layout_counts
+from giant.llm.config import ProviderSettings
+from giant.llm.factory import provider_class
 from giant.llm.pricing import Pricing
 from giant.llm.types import Usage
 
@@ -108,27 +107,12 @@ def _first(lines: list[str]) -> list[str]:
     return first_lines(lines, f"see {DRY_RUN_FILE}")
 
 
-def openai_image_tokens(width: int, height: int) -> int:
-    """OpenAI's published high-detail formula (GPT-4o family)."""
-    scale = min(1.0, 2048 / max(width, height))
-    w, h = width * scale, height * scale
-    scale = min(1.0, 768 / min(w, h))
-    w, h = w * scale, h * scale
-    return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
-
-
-def anthropic_image_tokens(width: int, height: int) -> int:
-    """Anthropic's published approximation, width x height / 750, after its 1568 px resize."""
-    scale = min(1.0, 1568 / max(width, height))
-    return math.ceil(width * scale * height * scale / 750)
-
-
 def dry_run(
     items: Sequence[Item],
     *,
     wsi_root: Path,
     agent: AgentConfig,
-    provider_model: str,
+    provider: ProviderSettings,
     pricing: Pricing,
     runs_per_item: int,
     out_dir: Path | None = None,
@@ -156,7 +140,7 @@ def dry_run(
         layouts=layout_counts(row.layout for row in check.slides if row.layout),
         slides=check.slides,
         # The estimate covers every item: it is what the run costs once the slides are in place.
-        estimate=estimate_cost(items, sizes, agent, provider_model, pricing, runs_per_item),
+        estimate=estimate_cost(items, sizes, agent, provider, pricing, runs_per_item),
     )
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -168,16 +152,15 @@ def estimate_cost(
     items: Sequence[Item],
     sizes: dict[str, tuple[int, int]],
     agent: AgentConfig,
-    model: str,
+    provider: ProviderSettings,
     pricing: Pricing,
     runs_per_item: int,
 ) -> CostEstimate:
-    formula = "anthropic" if "claude" in model.lower() else "openai_high_detail"
-    tokens_for = anthropic_image_tokens if formula == "anthropic" else openai_image_tokens
+    model, provider_cls = provider.model, provider_class(provider.name)
     side = {"thumbnail": agent.thumbnail_size, "patch": min(agent.patch_size, agent.crop_size)}.get(
         agent.mode, agent.crop_size
     )
-    per_image = tokens_for(side, side)
+    per_image = provider_cls.image_tokens(side, side)
     calls = {"thumbnail": 1, "patch": agent.patch_count}.get(agent.mode, agent.max_steps)
     one_shot = agent.mode in ("thumbnail", "patch")
     images = calls if one_shot else calls * (calls + 1) // 2  # call t resends all t images
@@ -196,7 +179,7 @@ def estimate_cost(
     item_runs = len(items) * runs_per_item
     return CostEstimate(
         model=model,
-        image_formula=formula,
+        image_formula=provider_cls.image_formula,
         tokens_per_image=per_image,
         calls_per_item_run=calls,
         input_tokens=input_tokens,

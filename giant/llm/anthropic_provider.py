@@ -7,19 +7,21 @@ tools: the authors' protocol, slide_zoom/note tools and the answer as text; only
 of a turn is executed (paper_facts §1).
 Prompt caching: cache_control breakpoints on the system prompt and on the latest image, so each step
 reads every earlier image from the cache.
+Thinking blocks and their signatures must be re-sent unmodified before the tool_use they led to: they
+ride in the conversation as the turn's `Reasoning` parts (the instance keeps nothing per episode);
+audit records keep only the length of a signature.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections import OrderedDict
 from typing import Any
 
 import anthropic
 
-from giant.llm.config import ProviderConfig
+from giant.llm.config import AnthropicSettings
 from giant.llm.decode import Decoded, decode_step, decode_tool_call, json_objects, step_value
+from giant.llm.image_tokens import anthropic_pixels
 from giant.llm.runtime import count
 from giant.llm.schema import (
     TOOL_ONLY_REASONING,
@@ -30,7 +32,7 @@ from giant.llm.schema import (
     step_to_data,
     tool_for,
 )
-from giant.llm.sdk_provider import SdkProvider, client_options
+from giant.llm.sdk_provider import SdkProvider, client_options, length_label
 from giant.llm.types import (
     AnswerAction,
     AssistantMessage,
@@ -39,6 +41,7 @@ from giant.llm.types import (
     ImagePart,
     ModelTurn,
     ParseError,
+    Reasoning,
     RefusalError,
     Step,
     Usage,
@@ -47,18 +50,16 @@ from giant.llm.types import (
 
 STEP_TOOL = "submit_step"
 CACHE = {"type": "ephemeral"}
-# Thinking blocks of recent turns, by tool_use id: the API wants them re-sent unmodified before the
-# tool_result they lead to, and the neutral conversation has no place for them.
-_THINKING_MEMORY = 10_000
 
 
-class AnthropicProvider(SdkProvider):
+class AnthropicProvider(SdkProvider[AnthropicSettings]):
     name = "anthropic"
+    image_formula = "anthropic"
+    image_tokens = staticmethod(anthropic_pixels)
 
-    def __init__(self, cfg: ProviderConfig, *, http_client: Any = None) -> None:
-        super().__init__(cfg, api_key=os.environ.get(cfg.api_key_env or "", ""))
+    def __init__(self, cfg: AnthropicSettings, *, http_client: Any = None) -> None:
+        super().__init__(cfg)
         self.client = anthropic.AsyncAnthropic(api_key=self._key, **client_options(cfg, http_client))
-        self._thinking: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(model={self.model!r}, protocol={self.cfg.protocol!r})"
@@ -82,9 +83,8 @@ class AnthropicProvider(SdkProvider):
 
     def _assistant(self, message: AssistantMessage) -> list[dict[str, Any]]:
         blocks: list[dict[str, Any]] = []
-        first_call = next((s.call_id for s in message.steps if s.call_id), None)
-        if first_call is not None and first_call in self._thinking:
-            blocks += self._thinking[first_call]
+        if any(s.call_id for s in message.steps):  # thinking is re-sent before the tool use it led to
+            blocks += [_thinking_block(part) for part in message.reasoning if part.provider == self.name]
         for step in message.steps:
             if step.call_id is None:
                 text = getattr(step.action, "text", None) or step.reasoning
@@ -133,7 +133,7 @@ class AnthropicProvider(SdkProvider):
         cfg = self.cfg
         request: dict[str, Any] = {
             "model": cfg.model,
-            "max_tokens": cfg.max_tokens or 30000,
+            "max_tokens": cfg.max_tokens,
             "messages": self._messages(conversation),
         }
         if conversation.system:
@@ -163,6 +163,10 @@ class AnthropicProvider(SdkProvider):
                 request["tool_choice"] = {"type": "none"} if ctx.must_answer else {"type": "auto"}
         return request
 
+    def _recorded(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Signatures are opaque and every later request repeats them: the record keeps their length."""
+        return {**request, "messages": [_shrunk(m) for m in request["messages"]]}
+
     # ------------------------------------------------------------------ call
 
     async def _send(self, request: dict[str, Any]) -> Any:
@@ -182,13 +186,19 @@ class AnthropicProvider(SdkProvider):
 
     def _parse(self, response: Any, usage: Usage) -> ModelTurn:
         texts: list[str] = []
-        thinking: list[dict[str, Any]] = []
+        thinking: list[Reasoning] = []
         calls: list[Any] = []
         for block in response.content or []:
             if block.type == "text":
                 texts.append(block.text)
-            elif block.type in ("thinking", "redacted_thinking"):
-                thinking.append(block.model_dump(mode="json", exclude_none=True))
+            elif block.type == "thinking":
+                thinking.append(
+                    Reasoning(provider=self.name, thinking=block.thinking, signature=block.signature)
+                )
+                block.signature = length_label("signature", block.signature)  # the audit record's copy
+            elif block.type == "redacted_thinking":
+                thinking.append(Reasoning(provider=self.name, signature=block.data, redacted=True))
+                block.data = length_label("data", block.data)
             elif block.type == "tool_use":
                 calls.append(block)
         text = "".join(texts).strip()
@@ -198,13 +208,9 @@ class AnthropicProvider(SdkProvider):
         if response.stop_reason == "max_tokens":
             raise ParseError("anthropic: reply truncated (max_tokens)", raw_text=raw_text)
         decoded = self._steps(text, calls, raw_text)
-        steps = decoded.value
-        call_id = steps[0].call_id
-        if thinking and call_id:
-            self._thinking[call_id] = thinking
-            while len(self._thinking) > _THINKING_MEMORY:
-                self._thinking.popitem(last=False)
-        return ModelTurn(steps=steps, usage=usage, raw_text=raw_text, decode_note=decoded.note)
+        return ModelTurn(
+            steps=decoded.value, usage=usage, raw_text=raw_text, decode_note=decoded.note, reasoning=thinking
+        )
 
     def _steps(self, text: str, calls: list[Any], raw_text: str) -> Decoded[list[Step]]:
         if self.cfg.protocol == "structured":
@@ -226,6 +232,26 @@ class AnthropicProvider(SdkProvider):
         if not text:
             raise ParseError("anthropic: empty reply (no text and no tool call)", raw_text=raw_text)
         return Decoded([Step(reasoning=text, action=AnswerAction(text=text))])
+
+
+def _thinking_block(part: Reasoning) -> dict[str, Any]:
+    if part.redacted:
+        return {"type": "redacted_thinking", "data": part.signature}
+    return {"type": "thinking", "thinking": part.thinking, "signature": part.signature}
+
+
+def _shrunk(message: dict[str, Any]) -> dict[str, Any]:
+    """An assistant message with its thinking signatures replaced by their length (audit records)."""
+    if message["role"] != "assistant":
+        return message
+    content = []
+    for block in message["content"]:
+        if block["type"] == "thinking":
+            block = {**block, "signature": length_label("signature", block["signature"])}
+        elif block["type"] == "redacted_thinking":
+            block = {**block, "data": length_label("data", block["data"])}
+        content.append(block)
+    return {**message, "content": content}
 
 
 def _mark_latest_image(messages: list[dict[str, Any]]) -> None:

@@ -1,63 +1,202 @@
-"""Provider settings, validated once from conf/provider/*.yaml (Hydra) into this model.
+"""Provider settings: one pydantic model per provider, picked by `name` (a discriminated union).
 
-`crop_size` here is the per-provider default S (paper_facts §2: 1000 px for OpenAI-style models,
-500 px for Claude, for image pricing); the conf layer interpolates it into `agent.crop_size`, and the
-agent reads only `AgentConfig.crop_size`.
+Every default lives in conf/provider/<name>.yaml (the file Hydra composes, the only place a user
+reads them); the models here hold the constraints only, so a value never has two sources. Outside
+Hydra, `provider_settings(name, **overrides)` reads the same YAML. A key that belongs to another
+provider (`thinking_budget` on openai) is one line naming the providers that have it.
+
+`crop_size` is read by the conf layer only: conf/agent/*.yaml interpolates it into `agent.crop_size`
+(the per-provider S of paper_facts §2), and the agent reads only `AgentConfig.crop_size`.
+Each model's `implementation` ("module:Class") is the provider registry: the class, and its SDK, are
+imported only when a provider is built (giant.llm.factory).
 """
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
-ProviderName = Literal["openai", "anthropic", "openai_compatible", "random", "scripted"]
-PROVIDER_NAMES: tuple[str, ...] = get_args(ProviderName)
+from giant.errors import ConfigError
 
-DEFAULT_KEY_ENV: dict[str, str] = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-DEFAULT_CROP_SIZE: dict[str, int] = {"anthropic": 500}  # everything else: 1000
+PROVIDER_CONF = Path(__file__).resolve().parents[2] / "conf" / "provider"
 
 
-class ProviderConfig(BaseModel):
+class ProviderSettings(BaseModel):
+    """What every provider has."""
+
     model_config = ConfigDict(extra="forbid")
+    implementation: ClassVar[str]  # "module:Class" of the provider, imported when it is built
 
-    name: ProviderName
+    name: str
     model: str = Field(min_length=1)  # free-form: any model string the endpoint accepts
-    protocol: Literal["structured", "tools"] = "structured"
-    base_url: str | None = None  # proxies, gateways, local servers (openai_compatible needs it)
-    api_key_env: str | None = None  # None: OPENAI_API_KEY / ANTHROPIC_API_KEY by provider name
-    crop_size: int = Field(0, ge=0, le=4096)  # 0: the provider's default (see module docstring)
-    reasoning_effort: str | None = "high"  # OpenAI reasoning models; None leaves it unset
-    thinking_budget: int | None = Field(1024, ge=1024)  # Anthropic extended thinking; None disables
-    max_tokens: int | None = Field(None, ge=1)  # None: Anthropic 30000, others unset
-    image_detail: Literal["high", "low", "auto"] = "high"
-    max_retries: int = Field(2, ge=0, le=10)  # the SDK's own retry count; there is no second layer
-    timeout_s: float = Field(600.0, gt=0)
-    rpm: int | None = Field(None, ge=1)  # requests per minute, shared by all concurrent items
-    tpm: int | None = Field(None, ge=1)  # tokens per minute (estimated per request)
-    prompt_caching: bool = True
-    pricing_file: str = "conf/pricing.yaml"
-    json_schema: bool = True  # openai_compatible: the server supports response_format json_schema
-    script: str | None = None  # scripted provider: JSONL of steps
-    seed: int = 0  # random provider
-    temperature: float | None = None  # the paper sets none
+    crop_size: int | None = Field(None, ge=1, le=4096)  # the conf layer's default S (module docstring)
+    pricing_file: str
+
+
+class SdkSettings(ProviderSettings):
+    """What the three providers behind an HTTP API share."""
+
+    protocol: Literal["structured", "tools"]
+    base_url: str | None  # proxies, gateways, local servers
+    api_key_env: str | None  # the environment variable holding the key
+    max_tokens: int | None = Field(ge=1)
+    temperature: float | None
+    max_retries: int = Field(ge=0, le=10)  # the SDK's own retry count; there is no second layer
+    timeout_s: float = Field(gt=0)
+    rpm: int | None = Field(ge=1)  # requests per minute, shared by all concurrent items
+    tpm: int | None = Field(ge=1)  # tokens per minute (estimated per request)
+    prompt_caching: bool
+    key_required: ClassVar[bool] = True  # False: a local server may need no key
+
+
+class OpenAISettings(SdkSettings):
+    implementation = "giant.llm.openai_provider:OpenAIProvider"
+    name: Literal["openai"]
+    reasoning_effort: str | None  # None leaves it unset (and asks for no encrypted reasoning)
+    image_detail: Literal["high", "low", "auto"]
+
+
+class AnthropicSettings(SdkSettings):
+    implementation = "giant.llm.anthropic_provider:AnthropicProvider"
+    name: Literal["anthropic"]
+    max_tokens: int = Field(ge=1)  # the Messages API requires it
+    thinking_budget: int | None = Field(ge=1024)  # extended thinking; None disables it
 
     @model_validator(mode="after")
-    def _defaults_by_name(self) -> ProviderConfig:
-        if self.crop_size == 0:
-            self.crop_size = DEFAULT_CROP_SIZE.get(self.name, 1000)
-        if self.api_key_env is None:
-            self.api_key_env = DEFAULT_KEY_ENV.get(self.name)
-        if self.max_tokens is None and self.name == "anthropic":
-            self.max_tokens = 30000
-        thinking = self.name == "anthropic" and self.thinking_budget is not None
-        if thinking and self.max_tokens is not None and self.max_tokens <= (self.thinking_budget or 0):
+    def _thinking_limits(self) -> AnthropicSettings:
+        if self.thinking_budget is None:
+            return self
+        if self.max_tokens <= self.thinking_budget:
             raise ValueError(
-                f"provider.thinking_budget={self.thinking_budget} must be below "
-                f"provider.max_tokens={self.max_tokens} (the API requires it)"
+                f"provider.thinking_budget={self.thinking_budget} must be below provider.max_tokens="
+                f"{self.max_tokens} (the API requires it); lower the budget or raise max_tokens"
             )
-        if thinking and self.temperature is not None:
+        if self.temperature is not None:
             raise ValueError(
-                "provider.temperature must be null while thinking is on (set thinking_budget=null)"
+                "provider.temperature must be null while thinking is on "
+                "(set provider.temperature=null or provider.thinking_budget=null)"
             )
         return self
+
+
+class OpenAICompatibleSettings(SdkSettings):
+    implementation = "giant.llm.openai_compatible:OpenAICompatibleProvider"
+    key_required = False
+    name: Literal["openai_compatible"]
+    protocol: Literal["structured"]
+    base_url: str = Field(min_length=1)  # the server, e.g. http://127.0.0.1:8000/v1
+    image_detail: Literal["high", "low", "auto"]
+    json_schema: bool  # the server supports response_format json_schema
+
+
+class RandomSettings(ProviderSettings):
+    implementation = "giant.llm.random_provider:RandomProvider"
+    name: Literal["random"]
+    seed: int
+
+
+class ScriptedSettings(ProviderSettings):
+    implementation = "giant.llm.scripted:ScriptedProvider"
+    name: Literal["scripted"]
+    script: str  # a JSONL of model outputs, one line per call (the YAML ships null: required)
+
+    @field_validator("script", mode="before")
+    @classmethod
+    def _script_exists(cls, script: object) -> object:
+        if not script:
+            raise ValueError("provider=scripted needs a script: pass provider.script=FILE (a JSONL of steps)")
+        if isinstance(script, str) and not Path(script).is_file():
+            raise ValueError(f"provider.script={script}: file not found; pass an existing JSONL file")
+        return script
+
+
+# Adding a provider: its settings class above, its member here, its YAML in conf/provider/.
+_Members = OpenAISettings | AnthropicSettings | OpenAICompatibleSettings | RandomSettings | ScriptedSettings
+SETTINGS: tuple[type[ProviderSettings], ...] = get_args(_Members)
+PROVIDER_NAMES: tuple[str, ...] = tuple(get_args(s.model_fields["name"].annotation)[0] for s in SETTINGS)
+
+
+def settings_class(name: str) -> type[ProviderSettings]:
+    """The settings model of a provider name; an unknown name is one line listing the known ones."""
+    if name not in PROVIDER_NAMES:
+        raise ConfigError(f"provider={name} is unknown; use one of {', '.join(PROVIDER_NAMES)}")
+    return SETTINGS[PROVIDER_NAMES.index(name)]
+
+
+def providers_with(key: str) -> list[str]:
+    """The providers that have a setting, for the one-line error about a key of another provider."""
+    return [name for name, s in zip(PROVIDER_NAMES, SETTINGS, strict=True) if key in s.model_fields]
+
+
+def _check_keys(data: Any) -> Any:
+    """An unknown name, or a key of another provider, as one line before the member model runs."""
+    if not isinstance(data, dict):
+        return data
+    name = data.get("name")
+    if name not in PROVIDER_NAMES:
+        raise PydanticCustomError(
+            "provider_name",
+            "provider={name} is unknown; use one of {names}",
+            {"name": str(name), "names": ", ".join(PROVIDER_NAMES)},
+        )
+    fields = settings_class(name).model_fields
+    for key in data:
+        if key not in fields:
+            owners = providers_with(key)
+            where = (
+                f"only {', '.join(owners)} {'has' if len(owners) == 1 else 'have'} it"
+                if owners
+                else "no provider has it"
+            )
+            raise PydanticCustomError(
+                "provider_key",
+                "{key} is not a setting of provider={name} ({where}); remove it",
+                {"key": key, "name": name, "where": where},
+            )
+    return data
+
+
+ProviderConfig = Annotated[_Members, Field(discriminator="name"), BeforeValidator(_check_keys)]
+_ADAPTER: TypeAdapter[ProviderConfig] = TypeAdapter(ProviderConfig)
+
+
+def validate_provider(data: dict[str, Any]) -> ProviderConfig:
+    """Plain data -> the provider's settings model; a bad value is one ConfigError line."""
+    try:
+        return _ADAPTER.validate_python(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(["provider", *(str(part) for part in error["loc"][1:])])
+        value = error.get("input")
+        shown = "" if isinstance(value, dict) else f"={value}"
+        raise ConfigError(f"{where}{shown}: {error['msg']}") from None
+
+
+def provider_settings(name: str, **overrides: Any) -> ProviderConfig:
+    """A provider's settings with the defaults of conf/provider/<name>.yaml, outside Hydra (library
+    use, tests): the same file the CLI composes, so a default has one source."""
+    settings_class(name)  # an unknown name fails here, not as a missing file
+    yaml = OmegaConf.load(PROVIDER_CONF / f"{name}.yaml")
+    root = {"paths": {"root": str(PROVIDER_CONF.parents[1])}, "seed": 0, "provider": yaml}
+    cfg = OmegaConf.merge(OmegaConf.create(root), {"provider": overrides})
+    try:
+        data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None) or "a value"
+        raise ConfigError(f"{key} is required: pass it to provider_settings({name!r}, ...)") from None
+    assert isinstance(data, dict)
+    return validate_provider(data["provider"])

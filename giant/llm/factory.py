@@ -1,20 +1,33 @@
-"""Build the provider a config names, and check its credentials before any item starts."""
+"""Build the provider a config names, and check its credentials before any item starts.
+
+The registry is the settings models of giant.llm.config: each names its provider class as
+"module:Class", imported here only when that provider is built or asked about, so a run with the
+random provider never loads an SDK.
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import Any
 
 from giant.errors import ConfigError
-from giant.llm.config import ProviderConfig
-from giant.llm.types import Provider
+from giant.llm.config import ProviderConfig, ProviderSettings, SdkSettings, settings_class
+from giant.llm.types import Provider, ProviderClass
 
 
-def check_credentials(cfg: ProviderConfig) -> None:
+def provider_class(name: str) -> ProviderClass:
+    """The class registered under a provider name (unknown: one line listing the names)."""
+    module, _, attr = settings_class(name).implementation.partition(":")
+    cls: ProviderClass = getattr(importlib.import_module(module), attr)
+    return cls
+
+
+def check_credentials(cfg: ProviderSettings) -> None:
     """Fail fast with one line naming the variable: a run must not die at item 37 on a missing key."""
-    if cfg.name in ("random", "scripted"):
-        return
-    if cfg.name == "openai_compatible" and cfg.api_key_env is None:
+    if not isinstance(cfg, SdkSettings):
+        return  # offline providers
+    if cfg.api_key_env is None and not cfg.key_required:
         return  # local servers (vLLM, Ollama, ...) usually need no key
     if not cfg.api_key_env:
         raise ConfigError(f"provider={cfg.name}: provider.api_key_env is empty; name the key variable")
@@ -27,27 +40,5 @@ def check_credentials(cfg: ProviderConfig) -> None:
 
 def build_provider(cfg: ProviderConfig, *, http_client: Any = None) -> Provider:
     """`http_client` (an httpx2.AsyncClient) lets tests drive the real SDKs through a mock transport."""
-    if cfg.name == "random":
-        from giant.llm.random_provider import RandomProvider
-
-        return RandomProvider(cfg)
-    if cfg.name == "scripted":
-        from giant.llm.scripted import ScriptedProvider
-
-        return ScriptedProvider(cfg)
     check_credentials(cfg)
-    if cfg.name == "openai":
-        from giant.llm.openai_provider import OpenAIProvider
-
-        return OpenAIProvider(cfg, http_client=http_client)
-    if cfg.name == "anthropic":
-        from giant.llm.anthropic_provider import AnthropicProvider
-
-        return AnthropicProvider(cfg, http_client=http_client)
-    if cfg.name == "openai_compatible":
-        from giant.llm.openai_compatible import OpenAICompatibleProvider
-
-        return OpenAICompatibleProvider(cfg, http_client=http_client)
-    raise ConfigError(
-        f"provider={cfg.name} is unknown; use openai, anthropic, openai_compatible, random or scripted"
-    )
+    return provider_class(cfg.name)(cfg, http_client=http_client)

@@ -9,14 +9,13 @@ shares (giant.llm.decode: the first JSON object in the text that is a valid step
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import openai
 
-from giant.errors import ConfigError
-from giant.llm.config import ProviderConfig
+from giant.llm.config import OpenAICompatibleSettings
 from giant.llm.decode import decode_step
+from giant.llm.image_tokens import openai_high_detail
 from giant.llm.schema import offered_actions, step_schema, step_to_data
 from giant.llm.sdk_provider import SdkProvider, client_options
 from giant.llm.types import (
@@ -35,17 +34,13 @@ SCHEMA_NAME = "giant_step"
 NO_KEY = "not-needed"  # the SDK insists on a key string; local servers ignore it
 
 
-class OpenAICompatibleProvider(SdkProvider):
+class OpenAICompatibleProvider(SdkProvider[OpenAICompatibleSettings]):
     name = "openai_compatible"
+    image_formula = "openai_high_detail"  # Chat Completions image_url with a detail level
+    image_tokens = staticmethod(openai_high_detail)
 
-    def __init__(self, cfg: ProviderConfig, *, http_client: Any = None) -> None:
-        if not cfg.base_url:
-            raise ConfigError(
-                "provider=openai_compatible needs provider.base_url (e.g. http://localhost:8000/v1)"
-            )
-        if cfg.protocol != "structured":
-            raise ConfigError("provider=openai_compatible supports provider.protocol=structured only")
-        super().__init__(cfg, api_key=os.environ.get(cfg.api_key_env, "") if cfg.api_key_env else "")
+    def __init__(self, cfg: OpenAICompatibleSettings, *, http_client: Any = None) -> None:
+        super().__init__(cfg)
         self.client = openai.AsyncOpenAI(api_key=self._key or NO_KEY, **client_options(cfg, http_client))
 
     def __repr__(self) -> str:

@@ -8,20 +8,20 @@ cache, steered per item with prompt_cache_key.
 Reasoning items: with store=false the server keeps nothing, so when reasoning is on the request
 includes reasoning.encrypted_content and each reply's reasoning items are re-sent, unmodified, just
 before the assistant items of their turn in later requests (OpenAI asks for this, above all around
-function calls). The neutral conversation has no place for them: this instance keeps them.
+function calls). They ride in the conversation as the turn's `Reasoning` parts, so the instance keeps
+nothing per episode; audit records keep only the length of the encrypted content.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections import OrderedDict
 from typing import Any
 
 import openai
 
-from giant.llm.config import ProviderConfig
+from giant.llm.config import OpenAISettings
 from giant.llm.decode import decode_step, decode_tool_call
+from giant.llm.image_tokens import openai_high_detail
 from giant.llm.runtime import count
 from giant.llm.schema import (
     TOOL_ONLY_REASONING,
@@ -32,7 +32,7 @@ from giant.llm.schema import (
     step_to_data,
     tool_for,
 )
-from giant.llm.sdk_provider import SdkProvider, client_options
+from giant.llm.sdk_provider import SdkProvider, client_options, length_label
 from giant.llm.types import (
     AnswerAction,
     AssistantMessage,
@@ -41,6 +41,7 @@ from giant.llm.types import (
     ImagePart,
     ModelTurn,
     ParseError,
+    Reasoning,
     RefusalError,
     Step,
     TransientError,
@@ -50,27 +51,16 @@ from giant.llm.types import (
 
 SCHEMA_NAME = "giant_step"
 ENCRYPTED = "reasoning.encrypted_content"
-# Reasoning items of recent turns, least recently used dropped first: an episode in progress touches
-# its entries at every step, so only finished episodes age out.
-_REASONING_MEMORY = 10_000
-# (item_key, run_index, raw_text of the turn, its first call id): raw_text is what the agent keeps of
-# the turn in its AssistantMessage; the call id (tools mode) makes the key unique in an episode.
-TurnKey = tuple[str, int, str, str | None]
 
 
-def _turn_key(ctx: CallContext, raw_text: str, steps: list[Step]) -> TurnKey:
-    first_call = next((s.call_id for s in steps if s.call_id), None)
-    return (ctx.item_key, ctx.run_index, raw_text, first_call)
-
-
-class OpenAIProvider(SdkProvider):
+class OpenAIProvider(SdkProvider[OpenAISettings]):
     name = "openai"
+    image_formula = "openai_high_detail"
+    image_tokens = staticmethod(openai_high_detail)
 
-    def __init__(self, cfg: ProviderConfig, *, http_client: Any = None, api_key: str | None = None) -> None:
-        key = api_key if api_key is not None else os.environ.get(cfg.api_key_env or "", "")
-        super().__init__(cfg, api_key=key)
-        self.client = openai.AsyncOpenAI(api_key=key, **client_options(cfg, http_client))
-        self._reasoning: OrderedDict[TurnKey, list[dict[str, Any]]] = OrderedDict()
+    def __init__(self, cfg: OpenAISettings, *, http_client: Any = None) -> None:
+        super().__init__(cfg)
+        self.client = openai.AsyncOpenAI(api_key=self._key, **client_options(cfg, http_client))
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(model={self.model!r}, protocol={self.cfg.protocol!r})"
@@ -111,21 +101,22 @@ class OpenAIProvider(SdkProvider):
             )
         return items
 
-    def _reasoning_items(
-        self, message: AssistantMessage, ctx: CallContext, sent: set[str]
-    ) -> list[dict[str, Any]]:
-        """The kept reasoning items of this turn (none when unknown, e.g. after a restart); an item
-        already in this request is not sent twice (the API rejects a duplicate id)."""
-        key = _turn_key(ctx, message.raw_text, message.steps)
-        kept = self._reasoning.get(key)
-        if kept is None:
-            return []
-        self._reasoning.move_to_end(key)
-        fresh = [item for item in kept if item["id"] not in sent]
-        sent.update(item["id"] for item in fresh)
-        return fresh
+    @staticmethod
+    def _reasoning_items(message: AssistantMessage, sent: set[str]) -> list[dict[str, Any]]:
+        """The turn's reasoning items as the API returned them; one already in this request is not
+        sent twice (the API rejects a duplicate id)."""
+        items = []
+        for part in message.reasoning:
+            if part.provider != "openai" or part.id in sent:
+                continue
+            sent.add(part.id or "")
+            summary = [{"type": "summary_text", "text": text} for text in part.summary]
+            items.append(
+                {"type": "reasoning", "id": part.id, "summary": summary, "encrypted_content": part.signature}
+            )
+        return items
 
-    def _input(self, conversation: Conversation, ctx: CallContext) -> list[dict[str, Any]]:
+    def _input(self, conversation: Conversation) -> list[dict[str, Any]]:
         """Every function_call needs a function_call_output: a call the agent did not answer (a
         rejected crop, a corrective message instead) gets a short placeholder output."""
         items: list[dict[str, Any]] = []
@@ -133,7 +124,7 @@ class OpenAIProvider(SdkProvider):
         sent: set[str] = set()
         for message in conversation.messages:
             if isinstance(message, AssistantMessage):
-                items += self._reasoning_items(message, ctx, sent)
+                items += self._reasoning_items(message, sent)
                 items += self._assistant(message)
                 tools_mode = self.cfg.protocol == "tools"
                 pending = [s.call_id for s in message.steps if s.call_id is not None and tools_mode]
@@ -155,7 +146,7 @@ class OpenAIProvider(SdkProvider):
         cfg = self.cfg
         request: dict[str, Any] = {
             "model": cfg.model,
-            "input": self._input(conversation, ctx),
+            "input": self._input(conversation),
             "store": False,
         }
         if conversation.system:
@@ -214,6 +205,7 @@ class OpenAIProvider(SdkProvider):
         )
 
     def _parse(self, response: Any, usage: Usage) -> ModelTurn:
+        reasoning = self._reasoning(response)
         texts, refusals, calls = [], [], []
         for item in response.output or []:
             if item.type == "message":
@@ -239,53 +231,37 @@ class OpenAIProvider(SdkProvider):
             decoded = decode_step(text, raw_text)
             steps, note = [decoded.value], decoded.note
         elif calls:
-            reasoning = text.strip() or TOOL_ONLY_REASONING
+            said = text.strip() or TOOL_ONLY_REASONING
             steps, notes = [], []
             for c in calls:
                 action = decode_tool_call(tool_for(c.name, raw_text), c.arguments, raw_text)
-                steps.append(Step(reasoning=reasoning, action=action.value, call_id=c.call_id))
+                steps.append(Step(reasoning=said, action=action.value, call_id=c.call_id))
                 notes += [f"{c.name}: {action.note}"] if action.note else []
             note = "; ".join(notes) or None
         elif text.strip():
             steps = [Step(reasoning=text.strip(), action=AnswerAction(text=text.strip()))]
         else:
             raise ParseError("openai: empty reply (no text and no tool call)", raw_text=raw_text)
-        return ModelTurn(steps=steps, usage=usage, raw_text=raw_text, decode_note=note)
+        return ModelTurn(steps=steps, usage=usage, raw_text=raw_text, decode_note=note, reasoning=reasoning)
 
-    def _remember(self, ctx: CallContext, response: Any, turn: ModelTurn) -> None:
-        """Keep this turn's reasoning items for the next requests, then shrink their encrypted content
-        on the response object, which the audit record saves next."""
+    def _reasoning(self, response: Any) -> list[Reasoning]:
+        """The reply's reasoning items for the conversation; on the response object (which the audit
+        record saves next) the encrypted content is shrunk to its length."""
         if not self.cfg.reasoning_effort:
-            return
-        reasoning = [item for item in response.output or [] if item.type == "reasoning"]
-        kept = []
-        for item in reasoning:
-            if not item.encrypted_content:  # with store=false an id alone is refused as unknown
-                continue
-            summary = item.model_dump(mode="json")["summary"]
-            kept.append(
-                {
-                    "type": "reasoning",
-                    "id": item.id,
-                    "summary": summary,
-                    "encrypted_content": item.encrypted_content,
-                }
+            return []
+        parts = []
+        for item in response.output or []:
+            if item.type != "reasoning" or not item.encrypted_content:
+                continue  # with store=false an id alone is refused as unknown
+            summary = [s.text for s in item.summary or []]
+            parts.append(
+                Reasoning(provider=self.name, id=item.id, summary=summary, signature=item.encrypted_content)
             )
-            item.encrypted_content = _length_label(item.encrypted_content)
-        if not kept:
-            return
-        key = _turn_key(ctx, turn.raw_text, turn.steps)
-        self._reasoning[key] = kept
-        self._reasoning.move_to_end(key)
-        while len(self._reasoning) > _REASONING_MEMORY:
-            self._reasoning.popitem(last=False)
-
-
-def _length_label(encrypted: str) -> str:
-    return f"<encrypted_content {len(encrypted)} chars>"
+            item.encrypted_content = length_label("encrypted_content", item.encrypted_content)
+        return parts
 
 
 def _shrunk(item: dict[str, Any]) -> dict[str, Any]:
     if item.get("type") != "reasoning" or not item.get("encrypted_content"):
         return item
-    return {**item, "encrypted_content": _length_label(item["encrypted_content"])}
+    return {**item, "encrypted_content": length_label("encrypted_content", item["encrypted_content"])}

@@ -9,9 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from typing import Any
 
 from giant.core import AnswerSpace
-from giant.llm.config import ProviderConfig
+from giant.llm.config import RandomSettings
+from giant.llm.image_tokens import openai_high_detail
 from giant.llm.types import AnswerAction, CallContext, Conversation, CropAction, ModelTurn, Step, Usage
 
 
@@ -39,8 +41,11 @@ class RandomProvider:
     """Crops anywhere inside the slide; answers when the agent demands it or crops are not allowed."""
 
     name = "random"
+    # It looks at no image; the dry run estimates it as the default model it stands in for.
+    image_formula = "openai_high_detail"
+    image_tokens = staticmethod(openai_high_detail)
 
-    def __init__(self, cfg: ProviderConfig) -> None:
+    def __init__(self, cfg: RandomSettings, *, http_client: Any = None) -> None:
         self.model = cfg.model
         self.seed = cfg.seed
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from aiolimiter import AsyncLimiter
 
-from giant.llm.config import ProviderConfig
+from giant.llm.config import SdkSettings
 from giant.llm.pricing import Pricing
 from giant.llm.sdk_errors import SDK_ERRORS, classify
 from giant.llm.types import (
@@ -70,7 +70,7 @@ class Timer:
 
 
 class CallRuntime:
-    def __init__(self, cfg: ProviderConfig, *, provider: str) -> None:
+    def __init__(self, cfg: SdkSettings, *, provider: str) -> None:
         self.provider = provider
         self.model = cfg.model
         self.pricing = Pricing.load(cfg.pricing_file)

@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from giant.errors import ConfigError
-from giant.llm.config import ProviderConfig
+from giant.llm.config import ScriptedSettings
+from giant.llm.image_tokens import openai_high_detail
 from giant.llm.types import (
     CallContext,
     Conversation,
@@ -63,13 +64,10 @@ class ScriptLine(BaseModel):
         return line
 
 
-def load_script(path: str | None) -> list[ScriptLine]:
-    """Read and validate the whole script up front, so a typo fails before any item starts."""
-    if not path:
-        raise ConfigError("provider.script is unset: pass provider.script=FILE (a JSONL of steps)")
+def load_script(path: str) -> list[ScriptLine]:
+    """Read and validate the whole script up front, so a typo fails before any item starts (that
+    the file exists, ScriptedSettings checked)."""
     file = Path(path)
-    if not file.is_file():
-        raise ConfigError(f"provider.script={path}: file not found; pass an existing JSONL file")
     lines = []
     for number, text in enumerate(file.read_text().splitlines(), start=1):
         if not text.strip():
@@ -94,8 +92,11 @@ def load_script(path: str | None) -> list[ScriptLine]:
 
 class ScriptedProvider:
     name = "scripted"
+    # It looks at no image; the dry run estimates it as the default model it stands in for.
+    image_formula = "openai_high_detail"
+    image_tokens = staticmethod(openai_high_detail)
 
-    def __init__(self, cfg: ProviderConfig) -> None:
+    def __init__(self, cfg: ScriptedSettings, *, http_client: Any = None) -> None:
         self.model = cfg.model
         self.path = cfg.script
         self.lines = load_script(cfg.script)

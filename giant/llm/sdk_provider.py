@@ -7,15 +7,18 @@ the call path through `CallRuntime.execute`) is the same and lives here once.
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from giant.llm.config import ProviderConfig
+from giant.llm.config import SdkSettings
 from giant.llm.runtime import CallRuntime
 from giant.llm.types import CallContext, Conversation, ModelTurn, Usage
 
+S = TypeVar("S", bound=SdkSettings)
 
-def client_options(cfg: ProviderConfig, http_client: Any) -> dict[str, Any]:
+
+def client_options(cfg: SdkSettings, http_client: Any) -> dict[str, Any]:
     """The SDK client arguments both SDKs take alike (the key differs per provider)."""
     return {
         "base_url": cfg.base_url,
@@ -25,14 +28,22 @@ def client_options(cfg: ProviderConfig, http_client: Any) -> dict[str, Any]:
     }
 
 
-class SdkProvider(ABC):
+def length_label(kind: str, opaque: str) -> str:
+    """What audit records keep of an encrypted or signed blob: its kind and length, never the blob."""
+    return f"<{kind} {len(opaque)} chars>"
+
+
+class SdkProvider(ABC, Generic[S]):
+    """Holds the settings, the client and the call runtime, never episode state: whatever a later
+    request needs from a reply travels in the conversation (`ModelTurn.reasoning`)."""
+
     name: str  # set by each subclass; also the provider label in errors and records
 
-    def __init__(self, cfg: ProviderConfig, *, api_key: str) -> None:
+    def __init__(self, cfg: S) -> None:
         self.cfg = cfg
         self.model = cfg.model
         self.runtime = CallRuntime(cfg, provider=self.name)
-        self._key = api_key
+        self._key = os.environ.get(cfg.api_key_env, "") if cfg.api_key_env else ""
 
     @abstractmethod
     def build_request(self, conversation: Conversation, ctx: CallContext) -> dict[str, Any]:
@@ -54,25 +65,15 @@ class SdkProvider(ABC):
         """The request as the audit record saves it; a provider shrinks bulky opaque payloads here."""
         return request
 
-    def _remember(self, ctx: CallContext, response: Any, turn: ModelTurn) -> None:
-        """Keep provider-only state of a parsed reply for later requests of the same episode."""
-        return None
-
     async def next_turn(self, conversation: Conversation, ctx: CallContext) -> ModelTurn:
         request = self.build_request(conversation, ctx)
-
-        def parse(response: Any, usage: Usage) -> ModelTurn:
-            turn = self._parse(response, usage)
-            self._remember(ctx, response, turn)
-            return turn
-
         return await self.runtime.execute(
             ctx,
             conversation,
             self._recorded(request),
             send=lambda: self._send(request),
             usage_of=self._usage,
-            parse=parse,
+            parse=self._parse,
             secret=self._key or None,
         )
 

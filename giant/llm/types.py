@@ -8,7 +8,7 @@ schema and the Anthropic tool schema are generated from them, so the two can nev
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated, Literal, Protocol
+from typing import Annotated, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -96,6 +96,21 @@ class Usage(TokenCounts):
     cost_usd: float | None = None  # None = model not in the pricing table ("unknown"), never a guess
 
 
+class Reasoning(BaseModel):
+    """Provider-only reasoning state of a turn (as inspect_ai's ContentReasoning): OpenAI reasoning
+    items and Anthropic thinking blocks, which the API wants back unmodified in later requests. It
+    travels in the conversation (ModelTurn -> AssistantMessage), so a provider keeps no per-episode
+    state; only the provider named here re-sends it, the others skip it."""
+
+    model_config = ConfigDict(extra="forbid")
+    provider: str
+    id: str | None = None  # OpenAI: the reasoning item id
+    summary: list[str] = Field(default_factory=list)  # OpenAI: the summary texts
+    thinking: str = ""  # Anthropic: the thinking text
+    signature: str = ""  # OpenAI encrypted_content; Anthropic signature, or redacted_thinking data
+    redacted: bool = False  # Anthropic redacted_thinking
+
+
 class ModelTurn(BaseModel):
     """One provider call's parsed result. Structured mode yields one step; OpenAI tools mode may
     yield several crops in one turn (all are executed, in order)."""
@@ -104,6 +119,7 @@ class ModelTurn(BaseModel):
     usage: Usage
     raw_text: str = ""  # the whole reply, whatever the decoder passed over
     decode_note: str | None = None  # how the steps were found when the reply was not one clean object
+    reasoning: list[Reasoning] = Field(default_factory=list)  # copied into the AssistantMessage
 
 
 # ----------------------------------------------------------------------------- conversation
@@ -138,6 +154,7 @@ class AssistantMessage(BaseModel):
     role: Literal["assistant"] = "assistant"
     steps: list[Step]
     raw_text: str = ""
+    reasoning: list[Reasoning] = Field(default_factory=list)  # the turn's provider-only state
 
 
 Message = Annotated[UserMessage | AssistantMessage, Field(discriminator="role")]
@@ -211,4 +228,19 @@ class Provider(Protocol):
 
     async def next_turn(self, conversation: Conversation, ctx: CallContext) -> ModelTurn:
         """Send the whole conversation, return the parsed turn or raise a ProviderError subclass."""
+        ...
+
+
+class ProviderClass(Protocol):
+    """A registered provider class (giant.llm.factory): what it is built from, and what the dry run
+    asks it without an API key."""
+
+    image_formula: ClassVar[str]  # the name of its image-token formula, shown in the dry run
+
+    def __call__(self, cfg: Any, *, http_client: Any = None) -> Provider:
+        """Offline providers accept and ignore `http_client` so every provider is built alike."""
+        ...
+
+    def image_tokens(self, width: int, height: int) -> int:
+        """Input tokens one image of this size costs (a static method on the class)."""
         ...

@@ -9,6 +9,7 @@ import io
 import pytest
 from PIL import Image
 
+from giant.agent.context import Context
 from giant.core import AnswerSpace, EncodedImage
 from giant.llm.types import CallContext, Conversation, ImagePart, TextPart, UserMessage
 
@@ -43,6 +44,14 @@ def make_conversation(n_images: int = 1) -> Conversation:
     parts: list[TextPart | ImagePart] = [TextPart(text="Which cancer type is this?")]
     parts += [ImagePart(image=make_image((10 * i, 80, 90)), label=f"image {i}") for i in range(n_images)]
     return Conversation(system="You are a pathologist.", messages=[UserMessage(parts=parts)])
+
+
+def agent_context() -> Context:
+    """The agent's own conversation holder, started like make_conversation(): turns are added with
+    its add_assistant, which must carry the provider-only state along."""
+    context = Context(system="You are a pathologist.")
+    context.messages = list(make_conversation().messages)
+    return context
 
 
 @pytest.fixture

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from giant.errors import ConfigError
-from giant.llm.config import ProviderConfig
+from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.schema import step_schema
 from giant.llm.types import (
@@ -21,17 +22,18 @@ from giant.llm.types import (
     CropAction,
     NoteAction,
     ParseError,
+    Reasoning,
     RefusalError,
     Step,
     TextPart,
     TransientError,
     UserMessage,
 )
-from tests.llm.conftest import make_conversation, make_ctx, make_image
+from tests.llm.conftest import agent_context, make_conversation, make_ctx, make_image
 from tests.llm.mock_api import MockAPI, call, messages_body, messy_replies, text_block, tool_use
 
 KEY = "sk-ant-test-SECRET-0123456789"
-CFG = ProviderConfig(name="anthropic", model="claude-opus-4-5")
+CFG = provider_settings("anthropic", model="claude-opus-4-5")
 NO_THINKING = CFG.model_copy(update={"thinking_budget": None})
 TOOLS_CFG = CFG.model_copy(update={"protocol": "tools"})
 CROP = {"type": "crop", "x": 1, "y": 2, "width": 3, "height": 4}
@@ -183,8 +185,12 @@ def test_tools_mode_final_step_and_text_answer() -> None:
     assert isinstance(turn.steps[0].action, AnswerAction)
 
 
-def test_history_renders_tool_use_and_results_and_resends_thinking() -> None:
-    thinking = {"type": "thinking", "thinking": "hmm", "signature": "sig=="}
+SIGNATURE = "EqQBCkYIARgCIkD" + "s" * 500  # opaque, as the server signs it
+
+
+def test_history_renders_tool_use_and_results_and_resends_thinking(tmp_path: Path) -> None:
+    record = tmp_path / "calls.jsonl"
+    thinking = {"type": "thinking", "thinking": "hmm", "signature": SIGNATURE}
     api = MockAPI(
         messages_body(
             thinking,
@@ -196,17 +202,18 @@ def test_history_renders_tool_use_and_results_and_resends_thinking() -> None:
 
     async def go() -> None:
         provider = build_provider(TOOLS_CFG, http_client=api.client())
-        conversation = make_conversation()
-        turn = await provider.next_turn(conversation, make_ctx())
-        conversation.messages += [
-            AssistantMessage(steps=turn.steps, raw_text=turn.raw_text),
-            UserMessage(parts=[TextPart(text="crop result"), ImagePartOf()], in_reply_to="toolu_0"),
-        ]
-        await provider.next_turn(conversation, make_ctx(step=2))
+        context = agent_context()  # the agent's own holder copies the turn's thinking along
+        turn = await provider.next_turn(context.render(), make_ctx(record_path=str(record)))
+        context.add_assistant(turn)
+        context.add_user([TextPart(text="crop result"), ImagePartOf()], in_reply_to="toolu_0")
+        await provider.next_turn(context.render(), make_ctx(step=2, record_path=str(record)))
+        assert not [v for v in vars(provider).values() if isinstance(v, dict) and v]  # no episode state
 
     asyncio.run(go())
     assistant, result = api.last["messages"][1:]
     assert assistant["content"][0] == thinking  # re-sent unmodified before the tool use
+    recorded = record.read_text()  # audit records keep the signature's length only
+    assert SIGNATURE not in recorded and f"<signature {len(SIGNATURE)} chars>" in recorded
     assert assistant["content"][1] == {
         "type": "tool_use",
         "id": "toolu_0",
@@ -216,6 +223,32 @@ def test_history_renders_tool_use_and_results_and_resends_thinking() -> None:
     block = result["content"][0]
     assert block["type"] == "tool_result" and block["tool_use_id"] == "toolu_0"
     assert [c["type"] for c in block["content"]] == ["text", "image"]
+
+
+def test_thinking_is_resent_from_the_conversation_by_a_fresh_provider() -> None:
+    """A restart or another process builds a new provider: the signed thinking (and redacted
+    thinking) the conversation carries goes out as it came; thinking of a text-only turn does not."""
+    crop = Step(reasoning="look", action=CropAction(x=1, y=2, width=3, height=4), call_id="toolu_5")
+    said = Step(reasoning="so", action=AnswerAction(text="maybe"))
+    signed = Reasoning(provider="anthropic", thinking="hmm", signature="sig==")
+    redacted = Reasoning(provider="anthropic", signature="opaque==", redacted=True)
+    other = Reasoning(provider="openai", id="rs_1", signature="gAAAA")
+    conversation = make_conversation()
+    conversation.messages += [
+        AssistantMessage(steps=[said], reasoning=[signed]),
+        UserMessage(parts=[TextPart(text="go on")]),
+        AssistantMessage(steps=[crop], reasoning=[signed, redacted, other]),
+        UserMessage(parts=[TextPart(text="crop result")], in_reply_to="toolu_5"),
+    ]
+    api = MockAPI(messages_body(text_block("final")))
+    call(api, cfg=TOOLS_CFG, conversation=conversation)
+    first, second = api.last["messages"][1], api.last["messages"][3]
+    assert [b["type"] for b in first["content"]] == ["text"]
+    assert second["content"][:3] == [
+        {"type": "thinking", "thinking": "hmm", "signature": "sig=="},
+        {"type": "redacted_thinking", "data": "opaque=="},
+        {"type": "text", "text": "look"},
+    ]
 
 
 def ImagePartOf() -> Any:
@@ -294,14 +327,12 @@ def test_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_crop_size_default_is_500_for_claude() -> None:
-    assert CFG.crop_size == 500 and ProviderConfig(name="openai", model="gpt-5").crop_size == 1000
+    assert CFG.crop_size == 500 and provider_settings("openai", model="gpt-5").crop_size == 1000
 
 
 def test_thinking_settings_the_api_would_reject_fail_early() -> None:
     with pytest.raises(ValueError, match=r"thinking_budget=1024 must be below provider\.max_tokens=1024"):
-        ProviderConfig(name="anthropic", model="m", max_tokens=1024, thinking_budget=1024)
+        provider_settings("anthropic", model="m", max_tokens=1024, thinking_budget=1024)
     with pytest.raises(ValueError, match="temperature"):
-        ProviderConfig(name="anthropic", model="m", temperature=0.5)
-    assert (
-        ProviderConfig(name="anthropic", model="m", temperature=0.5, thinking_budget=None).temperature == 0.5
-    )
+        provider_settings("anthropic", model="m", temperature=0.5)
+    assert provider_settings("anthropic", model="m", temperature=0.5, thinking_budget=None).temperature == 0.5

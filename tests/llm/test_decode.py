@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from giant.agent import run_episode
-from giant.agent.config import AgentConfig
+from giant.agent.modes.navigation import GiantConfig
 from giant.agent.trajectory import Trajectory
-from giant.llm.config import ProviderConfig
+from giant.llm.config import provider_settings
 from giant.llm.decode import decode_arguments, decode_step, decode_tool_call, json_objects, step_value
 from giant.llm.factory import build_provider
 from giant.llm.schema import TOOLS, Tool, step_schema
@@ -148,8 +148,8 @@ def test_an_episode_keeps_the_whole_reply_and_the_decode_note(
     )
 
     async def go() -> Trajectory:
-        provider = build_provider(ProviderConfig(name="openai", model="gpt-5"), http_client=api.client())
-        return await run_episode(item, slide, provider, AgentConfig(max_steps=5), out_dir=tmp_path / "traj")
+        provider = build_provider(provider_settings("openai", model="gpt-5"), http_client=api.client())
+        return await run_episode(item, slide, provider, GiantConfig(max_steps=5), out_dir=tmp_path / "traj")
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     trajectory = asyncio.run(go())

@@ -14,7 +14,7 @@ import pytest
 
 from giant.core import AnswerSpace
 from giant.errors import ConfigError
-from giant.llm.config import ProviderConfig
+from giant.llm.config import ProviderConfig, provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.types import (
     AnswerAction,
@@ -28,7 +28,7 @@ from giant.llm.types import (
 )
 from tests.llm.conftest import make_conversation, make_ctx
 
-RANDOM = ProviderConfig(name="random", model="chance", seed=3)
+RANDOM = provider_settings("random", model="chance", seed=3)
 
 
 def turn(provider: object, **ctx: object) -> ModelTurn:
@@ -88,8 +88,8 @@ def test_random_is_reproducible_across_processes() -> None:
     """Python's hash() is salted per process; the provider must not depend on it."""
     code = (
         "import asyncio; from giant.llm.factory import build_provider; from giant.llm.config import "
-        "ProviderConfig; from tests.llm.conftest import make_conversation, make_ctx; "
-        "p = build_provider(ProviderConfig(name='random', model='chance', seed=3)); "
+        "provider_settings; from tests.llm.conftest import make_conversation, make_ctx; "
+        "p = build_provider(provider_settings('random', model='chance', seed=3)); "
         "print(asyncio.run(p.next_turn(make_conversation(), make_ctx(step=5))).steps[0].action)"
     )
     root = Path(__file__).resolve().parents[2]
@@ -117,7 +117,7 @@ ANSWER = {"reasoning": "done", "action": {"type": "answer", "text": '<response>{
 def write_script(tmp_path: Path, *lines: object) -> ProviderConfig:
     path = tmp_path / "script.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
-    return ProviderConfig(name="scripted", model="replay", script=str(path))
+    return provider_settings("scripted", model="replay", script=str(path))
 
 
 def test_scripted_replays_each_item_from_line_one(tmp_path: Path) -> None:
@@ -166,7 +166,7 @@ def test_scripted_sleep_delays_the_call(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (None, "unset"),
+        (None, "needs a script: pass provider.script=FILE"),
         ("", "empty"),
         (
             '{"reasoning": "r", "action": {"type": "crop", "x": -1, "y": 0, "width": 1, "height": 1}}',
@@ -182,9 +182,9 @@ def test_scripted_rejects_bad_scripts_up_front(tmp_path: Path, content: str | No
         script = tmp_path / "s.jsonl"
         script.write_text(content)
     with pytest.raises(ConfigError, match=message):
-        build_provider(ProviderConfig(name="scripted", model="m", script=str(script) if script else None))
+        build_provider(provider_settings("scripted", model="m", script=str(script) if script else None))
 
 
 def test_scripted_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="file not found"):
-        build_provider(ProviderConfig(name="scripted", model="m", script=str(tmp_path / "nope.jsonl")))
+        build_provider(provider_settings("scripted", model="m", script=str(tmp_path / "nope.jsonl")))

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from giant.errors import ConfigError
-from giant.llm.config import ProviderConfig
+from giant.llm.config import ProviderConfig, provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.runtime import estimate_tokens
 from giant.llm.types import (
@@ -25,13 +25,14 @@ from giant.llm.types import (
     FatalProviderError,
     NoteAction,
     ParseError,
+    Reasoning,
     RefusalError,
     Step,
     TextPart,
     TransientError,
     UserMessage,
 )
-from tests.llm.conftest import make_conversation, make_ctx, make_image
+from tests.llm.conftest import agent_context, make_conversation, make_ctx, make_image
 from tests.llm.mock_api import (
     MockAPI,
     call,
@@ -43,7 +44,7 @@ from tests.llm.mock_api import (
 )
 
 KEY = "sk-test-SECRET-0123456789"
-CFG = ProviderConfig(name="openai", model="gpt-5")
+CFG = provider_settings("openai", model="gpt-5")
 TOOLS_CFG = CFG.model_copy(update={"protocol": "tools"})
 
 
@@ -367,20 +368,18 @@ def reasoning_item(item_id: str = "rs_1") -> dict[str, Any]:
 def episode(
     api: MockAPI, cfg: ProviderConfig, reply_text: str, *, record: Path | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Two steps of one item on ONE provider: the first reply is kept as the agent keeps it (an
-    AssistantMessage of its steps and raw_text), a result follows, the second call re-sends it all.
+    """Two steps of one item on ONE provider: the first reply is kept as the agent keeps it (its
+    Context turns it into an AssistantMessage), a result follows, the second call re-sends it all.
     Returns the two requests' input items."""
 
     async def go() -> None:
         provider = build_provider(cfg, http_client=api.client())
-        conversation = make_conversation()
+        context = agent_context()
         ctx = make_ctx(record_path=str(record) if record else None)
-        turn = await provider.next_turn(conversation, ctx)
-        conversation.messages += [
-            AssistantMessage(steps=turn.steps, raw_text=turn.raw_text),
-            UserMessage(parts=[TextPart(text=reply_text)], in_reply_to=turn.steps[0].call_id),
-        ]
-        await provider.next_turn(conversation, ctx.model_copy(update={"step": 2}))
+        turn = await provider.next_turn(context.render(), ctx)
+        context.add_assistant(turn)
+        context.add_user([TextPart(text=reply_text)], in_reply_to=turn.steps[0].call_id)
+        await provider.next_turn(context.render(), ctx.model_copy(update={"step": 2}))
 
     asyncio.run(go())
     return api.requests[0]["input"], api.requests[1]["input"]
@@ -430,8 +429,8 @@ def test_without_reasoning_effort_no_include_and_no_reasoning_items() -> None:
     assert [i.get("type") or i["role"] for i in second] == ["user", "assistant", "user"]
 
 
-def test_unknown_reasoning_items_are_left_out() -> None:
-    """A conversation from before a restart (a fresh provider) is sent without its reasoning."""
+def test_a_conversation_without_reasoning_parts_is_sent_without_reasoning_items() -> None:
+    """A history from another provider or an older trajectory carries no reasoning: none is sent."""
     conversation = make_conversation()
     step = Step(reasoning="r", action=CropAction(x=100, y=200, width=3000, height=2000))
     conversation.messages += [
@@ -457,6 +456,68 @@ def test_recording_keeps_only_the_length_of_encrypted_reasoning(tmp_path: Path) 
     label = f"<encrypted_content {len(SECRET_REASONING)} chars>"
     assert lines[0]["response"]["output"][0]["encrypted_content"] == label
     assert lines[1]["request"]["input"][1] == {**second[1], "encrypted_content": label}
+
+
+def test_reasoning_items_come_from_the_conversation_not_the_provider() -> None:
+    """A fresh provider (a restart, another process) re-sends the items the conversation carries;
+    an item another provider made is skipped, and an id repeated in the history is sent once."""
+    conversation = make_conversation()
+    step = Step(reasoning="r", action=CropAction(x=100, y=200, width=3000, height=2000))
+    mine = Reasoning(provider="openai", id="rs_9", summary=["left"], signature=SECRET_REASONING)
+    theirs = Reasoning(provider="anthropic", thinking="hmm", signature="sig==")
+    conversation.messages += [
+        AssistantMessage(steps=[step], raw_text=step_json(CROP), reasoning=[mine, theirs]),
+        UserMessage(parts=[TextPart(text="here is the crop")]),
+        AssistantMessage(steps=[step], raw_text=step_json(CROP), reasoning=[mine]),
+        UserMessage(parts=[TextPart(text="and again")]),
+    ]
+    api = MockAPI(responses_body(message(step_json(CROP))))
+    call(api, CFG, conversation=conversation)
+    sent = api.last["input"]
+    assert [i.get("type") or i["role"] for i in sent] == [
+        "user",
+        "reasoning",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
+    assert sent[1] == {
+        "type": "reasoning",
+        "id": "rs_9",
+        "summary": [{"type": "summary_text", "text": "left"}],
+        "encrypted_content": SECRET_REASONING,
+    }
+
+
+def test_interleaved_episodes_on_one_provider_keep_their_own_reasoning() -> None:
+    """Two episodes of the same item and run index (an authors-mode restart, a rerun) whose first
+    replies are the same text but carry different reasoning: each re-sends its own."""
+    replies: dict[str, list[dict[str, Any]]] = {"A": [], "B": []}
+    order = ["A", "B", "A", "B"]
+    api = MockAPI(
+        responses_body(reasoning_item("rs_A"), message(step_json(CROP))),
+        responses_body(reasoning_item("rs_B"), message(step_json(CROP))),
+        responses_body(message(step_json({"type": "answer", "text": "1"}))),
+        responses_body(message(step_json({"type": "answer", "text": "2"}))),
+    )
+
+    async def go() -> None:
+        provider = build_provider(CFG, http_client=api.client())
+        contexts = {"A": agent_context(), "B": agent_context()}
+        for n, name in enumerate(order):
+            context = contexts[name]
+            turn = await provider.next_turn(context.render(), make_ctx(step=n // 2 + 1))
+            context.add_assistant(turn)
+            context.add_user([TextPart(text="here is the crop")])
+        assert not [v for v in vars(provider).values() if isinstance(v, dict) and v]  # no episode state
+
+    asyncio.run(go())
+    for request, name in zip(api.requests, order, strict=True):
+        replies[name].append(request)
+    for name in ("A", "B"):
+        second = replies[name][1]["input"]
+        assert [i["id"] for i in second if i.get("type") == "reasoning"] == [f"rs_{name}"]
 
 
 # ----------------------------------------------------------------------------- recording, limits

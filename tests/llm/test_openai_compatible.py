@@ -7,13 +7,13 @@ import json
 import pytest
 
 from giant.errors import ConfigError
-from giant.llm.config import ProviderConfig
-from giant.llm.factory import build_provider, check_credentials
+from giant.llm.config import ProviderConfig, provider_settings
+from giant.llm.factory import check_credentials
 from giant.llm.schema import step_schema
 from giant.llm.types import CropAction, ParseError, RefusalError
 from tests.llm.mock_api import MockAPI, call, chat_body, messy_replies, step_json
 
-CFG = ProviderConfig(name="openai_compatible", model="qwen2.5-vl", base_url="http://127.0.0.1:9/v1")
+CFG = provider_settings("openai_compatible", model="qwen2.5-vl", base_url="http://127.0.0.1:9/v1")
 LOOSE = CFG.model_copy(update={"json_schema": False})
 CROP = {"type": "crop", "x": 10, "y": 20, "width": 30, "height": 40}
 
@@ -79,10 +79,10 @@ def test_parse_failures_and_refusal() -> None:
 
 def test_configuration_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     check_credentials(CFG)  # local servers need no key
-    with pytest.raises(ConfigError, match="base_url"):
-        build_provider(CFG.model_copy(update={"base_url": None}))
-    with pytest.raises(ConfigError, match="structured"):
-        build_provider(CFG.model_copy(update={"protocol": "tools"}))
+    with pytest.raises(ConfigError, match=r"provider\.base_url is required"):
+        provider_settings("openai_compatible", model="m")
+    with pytest.raises(ConfigError, match=r"provider\.protocol=tools: Input should be 'structured'"):
+        provider_settings("openai_compatible", model="m", base_url="http://x/v1", protocol="tools")
     monkeypatch.delenv("VLLM_KEY", raising=False)
     with pytest.raises(ConfigError, match="VLLM_KEY"):
         check_credentials(CFG.model_copy(update={"api_key_env": "VLLM_KEY"}))

@@ -19,7 +19,7 @@ from giant.agent.config import AgentConfig
 from giant.agent.trajectory import Call, Region, Trajectory
 from giant.core import Box, Item
 from giant.eval.results import ResultRecord, ResultsWriter, trajectory_dir
-from giant.llm.config import ProviderConfig
+from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.types import AnswerAction, Step, Usage
 from giant.tracking.viewer import render_html, write_html
@@ -51,7 +51,7 @@ def scripted_episode(slide: Path, out: Path, tmp_path: Path) -> Trajectory:
     ]
     script = tmp_path / "script.jsonl"
     script.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
-    provider = build_provider(ProviderConfig(name="scripted", model="scripted", script=str(script)))
+    provider = build_provider(provider_settings("scripted", script=str(script)))
     item = Item(
         benchmark="demo",
         benchmark_id="1",
@@ -216,7 +216,7 @@ def test_regions_sent_with_the_overview_are_numbered(slide: Path, tmp_path: Path
     script.write_text(
         json.dumps({"reasoning": "r", "action": {"type": "answer", "text": '{"answer": 1}'}}) + "\n"
     )
-    provider = build_provider(ProviderConfig(name="scripted", model="scripted", script=str(script)))
+    provider = build_provider(provider_settings("scripted", script=str(script)))
     item = Item(
         benchmark="demo",
         benchmark_id="2",
