@@ -11,6 +11,7 @@ import difflib
 import hashlib
 import itertools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,6 +20,7 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from giant.agent.config import AgentConfig
+from giant.agent.modes import MODES, modes_with_setting
 from giant.errors import ConfigError
 from giant.llm.config import PROVIDER_NAMES, ProviderConfig, providers_with
 
@@ -143,12 +145,6 @@ class RunSettings(_Strict):
         """What each model alone cannot see: combinations a provider or agent cannot serve."""
         # Provider checks (a script that exists, a server URL, thinking limits) live in the
         # provider's own settings model (giant/llm/config.py).
-        a = self.agent
-        if a.region_max_side is not None and a.region_max_side < a.region_min_side:
-            raise ConfigError(
-                f"agent.region_max_side={a.region_max_side} is below agent.region_min_side="
-                f"{a.region_min_side}; raise it or set it to null"
-            )
         ds = self.dataset
         for name, path in (("dataset.csv_path", ds.csv_path), ("dataset.slidebench_fix", ds.slidebench_fix)):
             if path is not None and not path.is_file():
@@ -198,8 +194,9 @@ def one_line(exc: ValidationError) -> str:
     """The first pydantic error as `dotted.key=value: message; fix it`."""
     error = exc.errors()[0]
     parts = [str(part) for part in error["loc"]]
-    if parts[:1] == ["provider"] and len(parts) > 1 and parts[1] in PROVIDER_NAMES:
-        del parts[1]  # the tag pydantic adds for a union member: `provider.openai.x` is `provider.x`
+    tags = {"agent": MODES, "provider": PROVIDER_NAMES}
+    if len(parts) > 1 and parts[1] in tags.get(parts[0], ()):
+        del parts[1]  # the tag pydantic adds for a union member: `agent.giant.x` is `agent.x`
     location = ".".join(parts)
     location = location.removeprefix("run.")  # run options are top-level keys on the command line
     value = error.get("input")
@@ -237,6 +234,14 @@ def check_group_choices(argv: list[str], conf_dir: Path = CONF_DIR) -> None:
                 raise ConfigError(f"unknown {key} '{choice}': choose one of {', '.join(options)}")
 
 
+# Groups whose options have settings of their own: the function naming the options that have a
+# setting, and the key that tells the options apart.
+OWNED_SETTINGS: dict[str, tuple[Callable[[str], list[str]], str]] = {
+    "agent": (modes_with_setting, "mode"),
+    "provider": (providers_with, "name"),
+}
+
+
 def check_override_keys(argv: list[str], config_name: str = "config", conf_dir: Path = CONF_DIR) -> None:
     """A misspelt key (`agent.maxsteps=3`) as one line naming the closest key, before Hydra runs
     (Hydra's own report is six lines and suggests `+key=`, which validation then rejects)."""
@@ -268,12 +273,16 @@ def check_override_keys(argv: list[str], config_name: str = "config", conf_dir: 
             group_overrides = [f"{group}={value}" for group, value in zip(groups, picked, strict=True)]
             configs.append(compose(config_name, overrides=group_overrides))
     for key in keys:
-        owners = providers_with(key.removeprefix("provider.")) if key.startswith("provider.") else []
-        lacking = sorted({str(OmegaConf.select(c, "provider.name")) for c in configs if not _has_key(c, key)})
+        group, _, setting = key.partition(".")
+        owners_of, tag = OWNED_SETTINGS.get(group, (None, ""))
+        owners = owners_of(setting) if owners_of else []
+        lacking = sorted(
+            {str(OmegaConf.select(c, f"{group}.{tag}")) for c in configs if not _has_key(c, key)}
+        )
         if owners and lacking:
             raise ConfigError(
-                f"{key} is a setting of provider={','.join(owners)} only, not of provider={','.join(lacking)}: "
-                "pick one of those provider options or drop the key"
+                f"{key} is a setting of {group}={','.join(owners)} only, not of {group}={','.join(lacking)}: "
+                f"pick one of those {group} options or drop the key"
             )
         if not any(_has_key(cfg, key) for cfg in configs):
             known = sorted({name for cfg in configs for name in _dotted_keys(cfg)})

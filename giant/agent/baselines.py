@@ -14,14 +14,18 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from giant.agent import prompts
+from giant.agent import instructions
 from giant.agent.context import Context
-from giant.agent.episode_state import Episode, EpisodeEnd, RetryCounter, task_answer
+from giant.agent.episode_state import EpisodeEnd, EpisodeState, RetryCounter, task_answer
 from giant.agent.images import Rendered, render_region, render_thumbnail
 from giant.agent.loop import image_part, overview
+from giant.agent.modes.patch import PatchConfig
+from giant.agent.modes.random_regions import RandomRegionsConfig
+from giant.agent.modes.thumbnail import ThumbnailConfig
 from giant.agent.trajectory import Region
 from giant.core import Box
 from giant.llm.types import AnswerAction, ImagePart, Part, TextPart
@@ -36,7 +40,7 @@ class Asked:
     first_call: int = 0
 
 
-async def ask_for_answer(ep: Episode, ctx: Context, counter: RetryCounter, asked: Asked) -> str:
+async def ask_for_answer(ep: EpisodeState[Any], ctx: Context, counter: RetryCounter, asked: Asked) -> str:
     """Call until the model answers; the model cannot crop here, so anything else is a failure."""
     while True:
         call, turn = await ep.call(ctx.render(), must_answer=True, allow_crop=False)
@@ -49,15 +53,15 @@ async def ask_for_answer(ep: Episode, ctx: Context, counter: RetryCounter, asked
             counter.reset()
             return answer.text
         ctx.add_assistant(turn)
-        call.feedback = prompts.ANSWER_ONLY_CORRECTIVE
+        call.feedback = instructions.ANSWER_ONLY_CORRECTIVE
         for step in turn.steps:
-            ctx.add_user([TextPart(text=prompts.ANSWER_ONLY_CORRECTIVE)], in_reply_to=step.call_id)
+            ctx.add_user([TextPart(text=instructions.ANSWER_ONLY_CORRECTIVE)], in_reply_to=step.call_id)
         counter.fail(
             "retries_exhausted", f"call {call.index}: {turn.steps[0].action.type} instead of an answer"
         )
 
 
-def _rng(ep: Episode) -> np.random.Generator:
+def _rng(ep: EpisodeState[Any]) -> np.random.Generator:
     """Seeded per (seed, item, run): the same item and run sample the same regions everywhere."""
     key = json.dumps([ep.seed, ep.item.key, ep.traj.run_index]).encode()
     return np.random.default_rng(int.from_bytes(hashlib.sha256(key).digest()[:8], "big"))
@@ -71,17 +75,19 @@ def _tissue_mask(path: str, mtime_ns: int) -> TissueMask:
         return TissueMask.from_slide(slide)
 
 
-async def _sample(ep: Episode, n: int, min_side: int, max_side: int) -> list[Box]:
+async def _sample(
+    ep: EpisodeState[Any], n: int, min_side: int, max_side: int, min_tissue: float
+) -> list[Box]:
     """Square tissue boxes; a slide too small for them is an item-level slide problem."""
     path = Path(ep.slide.path)
     mask = await asyncio.to_thread(_tissue_mask, str(path), path.stat().st_mtime_ns)
     try:
-        return sample_boxes(mask, n, min_side, max_side, ep.cfg.region_min_tissue, _rng(ep))
+        return sample_boxes(mask, n, min_side, max_side, min_tissue, _rng(ep))
     except ValueError as exc:
         raise EpisodeEnd("slide_error", f"{ep.slide.path}: {exc}") from None
 
 
-async def run_thumbnail(ep: Episode) -> None:
+async def run_thumbnail(ep: EpisodeState[ThumbnailConfig]) -> None:
     cfg = ep.cfg
     encoded = await render_thumbnail(ep.slide, cfg.thumbnail_size, cfg.jpeg_quality)
     ep.traj.regions.append(
@@ -102,9 +108,9 @@ async def run_thumbnail(ep: Episode) -> None:
     ep.answered(text, budget_forced=False)
 
 
-async def run_patch(ep: Episode) -> None:
+async def run_patch(ep: EpisodeState[PatchConfig]) -> None:
     cfg = ep.cfg
-    boxes = await _sample(ep, cfg.patch_count, cfg.patch_size, cfg.patch_size)
+    boxes = await _sample(ep, cfg.patch_count, cfg.patch_size, cfg.patch_size, cfg.region_min_tissue)
     patches = [
         await render_region(ep.slide, box, cfg.patch_size, fill=cfg.fill, guides=0, quality=cfg.jpeg_quality)
         for box in boxes
@@ -136,7 +142,7 @@ async def run_patch(ep: Episode) -> None:
     ep.answered(None, budget_forced=False)
 
 
-async def run_random_regions(ep: Episode) -> None:
+async def run_random_regions(ep: EpisodeState[RandomRegionsConfig]) -> None:
     cfg = ep.cfg
     n = cfg.max_steps - 1
     first = await overview(ep)
@@ -150,7 +156,7 @@ async def run_random_regions(ep: Episode) -> None:
         bound = cfg.region_max_side or min(ep.width, ep.height)
         bound = min(bound, ep.width, ep.height)
         low = min(cfg.region_min_side, bound)
-        boxes = await _sample(ep, n, low, bound)
+        boxes = await _sample(ep, n, low, bound, cfg.region_min_tissue)
         for number, box in enumerate(boxes, start=1):
             rendered = await render_region(
                 ep.slide, box, cfg.crop_size, fill=cfg.fill, guides=cfg.guides, quality=cfg.jpeg_quality
@@ -160,13 +166,13 @@ async def run_random_regions(ep: Episode) -> None:
             label = f"Region {number}"
             parts += [
                 TextPart(
-                    text=prompts.region_text(
+                    text=instructions.region_text(
                         label, region.read, box, ep.width, ep.height, region.level, region.clamped
                     )
                 ),
                 image_part(rendered, f"region {number} {region.read}"),
             ]
-    system = prompts.random_regions_system_prompt(cfg, ep.width, ep.height, ep.crops)
+    system = instructions.random_regions_system_prompt(cfg, ep.width, ep.height, ep.crops)
     ep.traj.system_prompt = system
     ctx = Context(system, cfg.max_images_in_context)
     ctx.add_user(parts)

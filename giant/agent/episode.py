@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
-from giant.agent.baselines import run_patch, run_random_regions, run_thumbnail
-from giant.agent.config import AgentConfig
-from giant.agent.episode_state import Episode, EpisodeEnd, compute_totals
+from giant.agent.config import BaseAgentConfig
+from giant.agent.episode_state import EpisodeEnd, EpisodeState, compute_totals
 from giant.agent.images import ImageStore
-from giant.agent.loop import Navigator
+from giant.agent.modes import mode_of
 from giant.agent.trajectory import Trajectory
 from giant.core import Item
 from giant.llm.types import Provider
@@ -26,32 +25,20 @@ TRAJECTORY_FILE = "trajectory.json"
 REQUESTS_FILE = "requests.jsonl"
 
 
-async def _navigate(ep: Episode) -> None:
-    await Navigator(ep).run()
-
-
-MODES: dict[str, Callable[[Episode], Awaitable[None]]] = {
-    "giant": _navigate,
-    "paper": _navigate,
-    "authors": _navigate,
-    "thumbnail": run_thumbnail,
-    "patch": run_patch,
-    "random_regions": run_random_regions,
-}
-
-
 async def run_episode(
     item: Item,
     slide_path: Path,
     provider: Provider,
-    cfg: AgentConfig,
+    cfg: BaseAgentConfig,
     *,
     out_dir: Path | None,
     run_index: int = 0,
     seed: int = 0,
     record_requests: bool = False,
 ) -> Trajectory:
-    """Run one item under `cfg.mode`; writes out_dir/trajectory.json and out_dir/<sha256>.jpg."""
+    """Run one item under its mode (`cfg.mode`, a registered giant.agent.modes name); writes
+    out_dir/trajectory.json and out_dir/<sha256>.jpg."""
+    mode = mode_of(cfg)
     started = time.monotonic()
     slide_path = Path(slide_path)
     traj = Trajectory(
@@ -68,7 +55,7 @@ async def run_episode(
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
     record_path = str(out_dir / REQUESTS_FILE) if record_requests and out_dir is not None else None
-    ep: Episode | None = None
+    ep: EpisodeState[Any] | None = None
     deadline = asyncio.timeout(cfg.item_timeout_s)
     try:
         async with deadline:
@@ -76,10 +63,10 @@ async def run_episode(
                 raise EpisodeEnd("slide_missing", f"slide file not found: {slide_path}")
             with Slide.open(slide_path) as slide:
                 traj.slide_width, traj.slide_height = slide.width, slide.height
-                ep = Episode(
+                ep = EpisodeState(
                     item, slide, provider, cfg, traj, ImageStore(out_dir), seed=seed, record_path=record_path
                 )
-                await MODES[cfg.mode](ep)
+                await mode.run(ep)
     except EpisodeEnd as end:
         traj.status, traj.reason = end.status, end.reason
     except SlideError as exc:

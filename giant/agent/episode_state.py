@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
-from giant.agent.config import AgentConfig
+from giant.agent.config import BaseAgentConfig
 from giant.agent.images import ImageStore, Rendered
-from giant.agent.trajectory import Call, Region, Totals, Trajectory
+from giant.agent.trajectory import Call, Region, Trajectory, TrajectoryTotals, error_kind
 from giant.core import Box, Item, Status
 from giant.llm.types import (
     CallContext,
@@ -63,13 +64,19 @@ class RetryCounter:
             raise EpisodeEnd(status, f"{len(self.streak)} consecutive failures: " + "; ".join(self.streak))
 
 
-class Episode:
+C = TypeVar("C", bound=BaseAgentConfig)
+
+
+class EpisodeState(Generic[C]):
+    """What one episode has done so far (calls, regions, steps) and the services it runs on; `C` is
+    the mode's settings model."""
+
     def __init__(
         self,
         item: Item,
         slide: Slide,
         provider: Provider,
-        cfg: AgentConfig,
+        cfg: C,
         traj: Trajectory,
         store: ImageStore,
         *,
@@ -109,7 +116,13 @@ class Episode:
         return budget is not None and self.spent_usd() >= budget
 
     async def call(
-        self, conversation: Conversation, *, must_answer: bool, allow_crop: bool = True, attempt: int = 0
+        self,
+        conversation: Conversation,
+        *,
+        must_answer: bool,
+        allow_crop: bool = True,
+        extra_actions: tuple[str, ...] = (),
+        attempt: int = 0,
     ) -> tuple[Call, ModelTurn | None]:
         """One provider call, recorded. Returns the turn, or None after a retryable error; a fatal
         provider error ends the episode."""
@@ -126,7 +139,7 @@ class Episode:
             answer_space=self.item.answer_space,
             must_answer=must_answer,
             allow_crop=allow_crop,
-            extra_actions=("note",) if self.cfg.note_tool and allow_crop else (),
+            extra_actions=extra_actions if allow_crop else (),
             record_path=self.record_path,
         )
         started = time.monotonic()
@@ -139,7 +152,7 @@ class Episode:
             call = Call(
                 index=index,
                 attempt=attempt,
-                error_kind=exc.kind,
+                error_kind=error_kind(exc),
                 error=str(exc),
                 raw_text=exc.raw_text,
                 usage=usage,
@@ -202,10 +215,10 @@ class Episode:
             self.traj.reason = "answered"
 
 
-def compute_totals(traj: Trajectory, *, steps: int, crops: int, seconds: float) -> Totals:
+def compute_totals(traj: Trajectory, *, steps: int, crops: int, seconds: float) -> TrajectoryTotals:
     usages = [call.usage for call in traj.calls]
     costs = [u.cost_usd for u in usages]
-    return Totals(
+    return TrajectoryTotals(
         calls=len(traj.calls),
         steps=steps,
         crops=crops,

@@ -8,9 +8,13 @@ answers come as a <report> block and a <response> block carrying the task's JSON
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from giant.agent.config import AgentConfig
+from giant.agent.config import RegionsConfig
 from giant.core import Box
+
+if TYPE_CHECKING:
+    from giant.agent.modes.navigation import NavigationConfig
 
 ANSWER_FORMAT = (
     "Give your final answer as a <report>...</report> block with your findings, followed by a "
@@ -18,8 +22,9 @@ ANSWER_FORMAT = (
 )
 
 
-def system_prompt(cfg: AgentConfig, width: int, height: int) -> str:
-    """The navigation system prompt (giant, paper and authors modes; random_regions has its own)."""
+def system_prompt(cfg: NavigationConfig, width: int, height: int, *, pacing: str) -> str:
+    """The navigation system prompt (giant, paper, authors); `pacing` is the mode's line on how to
+    spend the T steps (free_pacing, fixed_pacing, authors_pacing)."""
     t = cfg.max_steps
     lines = [
         "You are an expert pathologist examining a whole-slide image (WSI) to answer a question.",
@@ -37,18 +42,7 @@ def system_prompt(cfg: AgentConfig, width: int, height: int) -> str:
             f"crops one box, which comes back at up to {cfg.crop_size} pixels on its long side. "
             f"The last step (step {t}) is for your answer."
         )
-        if cfg.mode == "paper":
-            lines.append(
-                f"You must crop exactly {t - 1} regions before answering. Do not answer earlier: "
-                f"an early answer is rejected. You must answer at step {t}."
-            )
-        elif cfg.mode == "authors":
-            lines.append(_authors_pacing(t))
-        else:
-            lines.append(
-                "Use your steps to examine the tissue at the magnification the question needs before "
-                "answering; answer earlier only when you are certain."
-            )
+        lines.append(pacing)
     lines += _context_lines(cfg)
     if cfg.note_tool:
         lines.append(
@@ -59,7 +53,23 @@ def system_prompt(cfg: AgentConfig, width: int, height: int) -> str:
     return "\n\n".join(lines)
 
 
-def _authors_pacing(t: int) -> str:
+def free_pacing() -> str:
+    """giant mode: early answers are accepted, but the model should look first."""
+    return (
+        "Use your steps to examine the tissue at the magnification the question needs before "
+        "answering; answer earlier only when you are certain."
+    )
+
+
+def fixed_pacing(t: int) -> str:
+    """paper mode: fixed iterations, an early answer is rejected."""
+    return (
+        f"You must crop exactly {t - 1} regions before answering. Do not answer earlier: "
+        f"an early answer is rejected. You must answer at step {t}."
+    )
+
+
+def authors_pacing(t: int) -> str:
     """Authors mode: the authors' prompt presses the model to spend its step budget rather than answer
     early (paper_facts §1), so this mode says the same, in this project's words."""
     return (
@@ -70,7 +80,7 @@ def _authors_pacing(t: int) -> str:
     )
 
 
-def _context_lines(cfg: AgentConfig) -> list[str]:
+def _context_lines(cfg: RegionsConfig) -> list[str]:
     """max_images_in_context drops older images from what the model sees; paper_facts §1 wants the
     system prompt to say so, in every mode that renders its context with it."""
     if cfg.max_images_in_context is None:
@@ -87,7 +97,7 @@ def _context_lines(cfg: AgentConfig) -> list[str]:
     ]
 
 
-def random_regions_system_prompt(cfg: AgentConfig, width: int, height: int, n_regions: int) -> str:
+def random_regions_system_prompt(cfg: RegionsConfig, width: int, height: int, n_regions: int) -> str:
     """The random-region ablation: the regions were chosen for the model, which only answers."""
     return "\n\n".join(
         [

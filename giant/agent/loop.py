@@ -1,11 +1,13 @@
-"""The navigation loop (Algorithm 1) in its three readings (paper_facts §1):
+"""The navigation loop (Algorithm 1). Its three readings (paper_facts §1) differ only in their
+`NavigationRules` (giant/agent/modes/navigation.py), which this loop follows:
 
-- giant: early answers accepted; at step T the model must answer.
-- paper: fixed iterations (paper_facts §12): an answer before step T is rejected with a corrective message;
-  successful trajectories hold exactly T-1 crops and the answer at step T.
-- authors: early answers accepted, no forced answer; T calls without an answer restart the episode
-  from scratch, up to `max_restarts` times. The budget counts answered calls, as the authors' loop
-  does, so every crop of a multi-crop turn is executed (paper_facts §1).
+- early_answer: accepted (giant, authors) or, in paper mode (paper_facts §12), rejected with a
+  corrective message, so successful trajectories hold exactly T-1 crops and the answer at step T.
+- force_answer: at step T the model must answer (giant, paper); without it (authors) T calls without
+  an answer end the attempt.
+- attempts: authors mode restarts the episode from scratch, up to `max_restarts` times.
+- budget: what T counts. Executed actions, or answered calls as the authors' loop does, so every
+  crop of a multi-crop turn is executed (paper_facts §1).
 
 Two rules end an item early, and they count different things so that neither eats into the other:
 
@@ -26,11 +28,14 @@ Two rules end an item early, and they count different things so that neither eat
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeVar
 
-from giant.agent import prompts
+from giant.agent import instructions
+from giant.agent.config import RegionsConfig
 from giant.agent.context import Context
-from giant.agent.episode_state import Episode, EpisodeEnd, RetryCounter
+from giant.agent.episode_state import EpisodeEnd, EpisodeState, RetryCounter
 from giant.agent.images import Rendered, render_region
+from giant.agent.modes.navigation import NavigationConfig, NavigationRules
 from giant.agent.trajectory import Call
 from giant.core import Box, Status
 from giant.llm.types import (
@@ -43,6 +48,8 @@ from giant.llm.types import (
     Step,
     TextPart,
 )
+
+R = TypeVar("R", bound=RegionsConfig)
 
 
 def crop_issues(box: Box, width: int, height: int) -> list[str]:
@@ -61,7 +68,8 @@ def crop_issues(box: Box, width: int, height: int) -> list[str]:
     return issues
 
 
-async def overview(ep: Episode) -> Rendered:
+async def overview(ep: EpisodeState[R]) -> Rendered:
+    """The step-0 image: the whole slide at S with its guides."""
     cfg = ep.cfg
     return await render_region(
         ep.slide, ep.full_box, cfg.crop_size, fill=cfg.fill, guides=cfg.guides, quality=cfg.jpeg_quality
@@ -80,12 +88,12 @@ class _Reply:
 
 @dataclass
 class _Attempt:
-    """The state of one navigation attempt (authors mode restarts create a fresh one)."""
+    """The state of one navigation attempt (a restart creates a fresh one)."""
 
     ctx: Context
     number: int
     steps: int = 0  # crops and notes executed in this attempt
-    turns: int = 0  # provider calls that returned a turn (the authors' budget)
+    turns: int = 0  # provider calls that returned a turn (the budget when it counts calls)
     examined: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     forced: bool = False  # the force-answer notice has been sent
@@ -93,14 +101,17 @@ class _Attempt:
 
 
 class Navigator:
-    def __init__(self, ep: Episode) -> None:
+    def __init__(self, ep: EpisodeState[NavigationConfig], rules: NavigationRules, system: str) -> None:
         self.ep = ep
         self.cfg = ep.cfg
+        self.rules = rules
+        self.system = system
         self.t = ep.cfg.max_steps
         self.counter = RetryCounter(ep.cfg.max_retries)
+        self.extra_actions = ("note",) if ep.cfg.note_tool else ()
 
     async def run(self) -> None:
-        attempts = self.cfg.max_restarts + 1 if self.cfg.mode == "authors" else 1
+        attempts = self.rules.attempts
         first = await overview(self.ep)
         self.ep.add_region(0, first)
         for number in range(attempts):
@@ -110,14 +121,14 @@ class Navigator:
         raise EpisodeEnd(
             "step_limit_exceeded",
             f"no answer within {self.t} steps in {attempts} attempts "
-            f"(the first and {self.cfg.max_restarts} restarts from scratch)",
+            f"(the first and {attempts - 1} restarts from scratch)",
         )
 
     async def _attempt(self, number: int, first: Rendered) -> bool:
-        """One episode from the overview on; False when authors mode must restart."""
-        ep, cfg, t = self.ep, self.cfg, self.t
+        """One episode from the overview on; False when it ends without an answer (no forced answer)."""
+        ep, cfg, t, rules = self.ep, self.cfg, self.t, self.rules
         state = _Attempt(
-            ctx=Context(prompts.system_prompt(cfg, ep.width, ep.height), cfg.max_images_in_context),
+            ctx=Context(self.system, cfg.max_images_in_context),
             number=number,
         )
         ep.traj.system_prompt = state.ctx.system
@@ -125,23 +136,27 @@ class Navigator:
             [
                 TextPart(text=ep.item.prompt),
                 image_part(first, "overview"),
-                TextPart(text=prompts.overview_text(ep.width, ep.height, t)),
+                TextPart(text=instructions.overview_text(ep.width, ep.height, t)),
             ]
         )
         self.counter.reset()
         while True:
-            if cfg.mode == "authors" and state.turns >= t:
+            if not rules.force_answer and self._used(state) >= t:
                 return False
             if not state.budget_forced and ep.budget_reached():
                 state.budget_forced = True
-            must_answer = state.budget_forced or (cfg.mode != "authors" and state.steps >= t - 1)
+            must_answer = state.budget_forced or (rules.force_answer and state.steps >= t - 1)
             if must_answer and not state.forced:
                 budget = cfg.item_budget_usd if state.budget_forced else None
                 state.ctx.append_text(
-                    prompts.force_answer_text(state.examined, state.notes, ep.item.prompt, budget_usd=budget)
+                    instructions.force_answer_text(
+                        state.examined, state.notes, ep.item.prompt, budget_usd=budget
+                    )
                 )
                 state.forced = True
-            call, turn = await ep.call(state.ctx.render(), must_answer=must_answer, attempt=number)
+            call, turn = await ep.call(
+                state.ctx.render(), must_answer=must_answer, extra_actions=self.extra_actions, attempt=number
+            )
             if turn is None:
                 self.counter.fail(
                     self._failure_status(state), f"call {call.index}: {call.error_kind} error ({call.error})"
@@ -172,9 +187,9 @@ class Navigator:
         for step in turn.steps:
             action = step.action
             if isinstance(action, AnswerAction):
-                if self.cfg.mode == "paper" and state.steps < t - 1 and not state.budget_forced:
+                if self.rules.early_answer == "reject" and state.steps < t - 1 and not state.budget_forced:
                     self._violation(call, "early_answer_rejected", f"early answer at step {state.steps + 1}")
-                    text = prompts.early_answer_corrective(state.steps, t)
+                    text = instructions.early_answer_corrective(state.steps, t)
                     replies.append(_Reply(step.call_id, [TextPart(text=text)]))
                     feedback.append(text)
                     failure = None  # a violation is judged by the correction rule alone
@@ -188,11 +203,11 @@ class Navigator:
                     status: Status = "budget_exceeded" if state.budget_forced else "step_limit_exceeded"
                     self._violation(call, status, f"{action.type} instead of the required answer")
                     failure = None
-                replies.append(_Reply(step.call_id, [TextPart(text=prompts.STEP_LIMIT_CORRECTIVE)]))
-                feedback.append(prompts.STEP_LIMIT_CORRECTIVE)
+                replies.append(_Reply(step.call_id, [TextPart(text=instructions.STEP_LIMIT_CORRECTIVE)]))
+                feedback.append(instructions.STEP_LIMIT_CORRECTIVE)
                 continue
-            if state.steps >= t - 1 and self.cfg.mode != "authors":
-                replies.append(_Reply(step.call_id, [TextPart(text=prompts.EXTRA_CROP_SKIPPED)]))
+            if state.steps >= t - 1 and self.rules.budget == "actions":
+                replies.append(_Reply(step.call_id, [TextPart(text=instructions.EXTRA_CROP_SKIPPED)]))
                 continue
             if isinstance(action, CropAction):
                 parts = await self._crop(state, call, action)
@@ -205,11 +220,11 @@ class Navigator:
                 ep.traj.notes.append(action.text)
                 state.steps += 1
                 ep.steps += 1
-                replies.append(_Reply(step.call_id, [TextPart(text=prompts.NOTE_RECORDED)]))
+                replies.append(_Reply(step.call_id, [TextPart(text=instructions.NOTE_RECORDED)]))
             else:
                 reject(
                     step,
-                    prompts.TOOL_UNAVAILABLE,
+                    instructions.TOOL_UNAVAILABLE,
                     self._failure_status(state),
                     f"unavailable tool {action.type}",
                 )
@@ -244,7 +259,7 @@ class Navigator:
         issues = crop_issues(requested, ep.width, ep.height)
         outside = requested.x >= ep.width or requested.y >= ep.height  # clamping leaves nothing to read
         if issues and (cfg.strict_crops or outside):
-            return prompts.invalid_crop_feedback(requested, ep.width, ep.height, issues)
+            return instructions.invalid_crop_feedback(requested, ep.width, ep.height, issues)
         rendered = await render_region(
             ep.slide, requested, cfg.crop_size, fill=cfg.fill, guides=cfg.guides, quality=cfg.jpeg_quality
         )
@@ -254,21 +269,21 @@ class Navigator:
         ep.crops += 1
         label = f"crop {len(state.examined) + 1}"
         state.examined.append(f"{label} {region.read}")
-        text = prompts.region_text(
+        text = instructions.region_text(
             label.capitalize(), region.read, requested, ep.width, ep.height, region.level, region.clamped
         )
         parts: list[Part] = [
             TextPart(text=text),
             image_part(rendered, f"{label} {region.read}"),
-            TextPart(text=prompts.calls_left_text(self.t - self._used(state))),
+            TextPart(text=instructions.calls_left_text(self.t - self._used(state))),
         ]
         if state.notes:
-            parts.append(TextPart(text=prompts.notes_text(state.notes)))
+            parts.append(TextPart(text=instructions.notes_text(state.notes)))
         return parts
 
     def _used(self, state: _Attempt) -> int:
-        """Steps of the budget used: calls in authors mode, executed actions otherwise."""
-        return state.turns if self.cfg.mode == "authors" else state.steps
+        """Steps of the budget used: answered calls or executed actions, as the rules count."""
+        return state.turns if self.rules.budget == "calls" else state.steps
 
     def _send(self, state: _Attempt, replies: list[_Reply]) -> None:
         """Tools mode answers each tool call by id; structured mode gets one message."""

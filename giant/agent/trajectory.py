@@ -6,10 +6,21 @@ is small and can be rendered later (giant.tracking.viewer).
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 from pydantic import BaseModel, Field
 
 from giant.core import Box, Status
-from giant.llm.types import Step, TokenCounts, Usage
+from giant.llm.types import ProviderError, Step, TokenCounts, Usage
+
+# How a call failed: a provider error's kind, or the item timeout cutting a call in flight.
+ErrorKind = Literal["transient", "parse", "refusal", "fatal", "timeout", "provider_error"]
+ERROR_KINDS: tuple[ErrorKind, ...] = get_args(ErrorKind)
+
+
+def error_kind(exc: ProviderError) -> ErrorKind:
+    """The record's kind of a provider error (an unlisted kind is the generic provider_error)."""
+    return next((kind for kind in ERROR_KINDS if kind == exc.kind), "provider_error")
 
 
 class Call(BaseModel):
@@ -18,7 +29,7 @@ class Call(BaseModel):
     index: int  # 1-based within the episode (restarts continue the count)
     attempt: int = 0  # authors mode: which restart this call belongs to
     steps: list[Step] = Field(default_factory=list)
-    error_kind: str | None = None  # transient | parse | refusal | fatal | timeout
+    error_kind: ErrorKind | None = None
     error: str | None = None
     raw_text: str = ""
     decode_note: str | None = None  # what the decoder passed over in raw_text (chatter, a repeat, ...)
@@ -39,7 +50,9 @@ class Region(BaseModel):
     clamped: bool = False
 
 
-class Totals(TokenCounts):
+class TrajectoryTotals(TokenCounts):
+    """One episode's sums (eval's `Totals` sums a whole job)."""
+
     calls: int = 0
     steps: int = 0  # actions executed (crops, notes, the answer); failed calls are not steps
     crops: int = 0
@@ -50,7 +63,7 @@ class Totals(TokenCounts):
 class Trajectory(BaseModel):
     item_key: str
     run_index: int = 0
-    mode: str
+    mode: str  # a registered mode's name (giant.agent.modes); open, so a new mode edits nothing here
     max_steps: int
     crop_size: int
     provider: str = ""
@@ -71,4 +84,4 @@ class Trajectory(BaseModel):
     reason: str = ""
     restarts: int = 0
     corrections: int = 0  # corrective messages sent after rule violations (at most agent.max_corrections)
-    totals: Totals = Field(default_factory=Totals)
+    totals: TrajectoryTotals = Field(default_factory=TrajectoryTotals)

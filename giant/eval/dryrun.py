@@ -10,8 +10,9 @@ The estimate is a documented approximation, an upper bound for a run that uses e
 - text at about 4 characters per token (system prompt and question, resent at every call) and
   OUTPUT_TOKENS_PER_CALL output tokens per call (hidden reasoning tokens of reasoning models can
   be several times more), each answer resent as input at later calls;
-- navigation modes send the whole conversation at every call: call t carries t images, so image
-  input grows quadratically with T; thumbnail mode is one call, patch mode one call per patch;
+- the mode's call plan (giant/agent/modes): navigation modes send the whole conversation at every
+  call, so call t carries t images and image input grows quadratically with T; thumbnail mode is
+  one call, patch mode one call per patch;
 - no prompt caching (caching cuts the input cost of a T = 20 trajectory by about 75-80%).
 """
 
@@ -24,7 +25,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from giant.agent.config import AgentConfig
-from giant.agent.prompts import system_prompt
+from giant.agent.modes import mode_of
 from giant.core import Item
 from giant.data.check import SlideRow, check_slides, first_lines
 from giant.data.slides import layout_counts
@@ -157,18 +158,16 @@ def estimate_cost(
     runs_per_item: int,
 ) -> CostEstimate:
     model, provider_cls = provider.model, provider_class(provider.name)
-    side = {"thumbnail": agent.thumbnail_size, "patch": min(agent.patch_size, agent.crop_size)}.get(
-        agent.mode, agent.crop_size
-    )
-    per_image = provider_cls.image_tokens(side, side)
-    calls = {"thumbnail": 1, "patch": agent.patch_count}.get(agent.mode, agent.max_steps)
-    one_shot = agent.mode in ("thumbnail", "patch")
-    images = calls if one_shot else calls * (calls + 1) // 2  # call t resends all t images
-    resent_outputs = 0 if one_shot else calls * (calls - 1) // 2
+    mode = mode_of(agent)
+    plan = mode.plan(agent)
+    per_image = provider_cls.image_tokens(plan.image_side, plan.image_side)
+    calls = plan.calls
+    images = calls * (calls + 1) // 2 if plan.conversation else calls  # call t resends all t images
+    resent_outputs = calls * (calls - 1) // 2 if plan.conversation else 0
     input_tokens = output_tokens = 0
     for item in items:
         size = sizes.get(item.key, UNKNOWN_SIZE)
-        text = len(item.prompt) + (0 if one_shot else len(system_prompt(agent, *size)))
+        text = len(item.prompt) + len(mode.system_prompt(agent, *size) or "")
         input_tokens += (
             images * per_image + calls * (text // CHARS_PER_TOKEN) + resent_outputs * OUTPUT_TOKENS_PER_CALL
         )

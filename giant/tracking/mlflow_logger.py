@@ -23,6 +23,7 @@ from mlflow.tracking import MlflowClient
 from mlflow.utils.time import get_current_time_millis
 from pydantic import BaseModel
 
+from giant.agent.modes import mode_of
 from giant.config import RunSettings, TrackingSettings
 from giant.core import Item
 from giant.errors import ConfigError
@@ -110,12 +111,7 @@ def open_experiment(tracking: TrackingSettings) -> tuple[MlflowClient, str]:
 def run_name(settings: RunSettings, dataset: str) -> str:
     if settings.tracking.run_name:
         return settings.tracking.run_name
-    agent = settings.agent
-    if agent.mode == "thumbnail":
-        return f"{dataset}-thumbnail-{agent.thumbnail_size}px"
-    if agent.mode == "patch":
-        return f"{dataset}-patch-{agent.patch_count}x{agent.patch_size}"
-    return f"{dataset}-{agent.mode}-T{agent.max_steps}-S{agent.crop_size}"
+    return mode_of(settings.agent).run_name(settings.agent, dataset)
 
 
 def job_tags(

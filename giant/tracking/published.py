@@ -7,7 +7,11 @@ which is which, and every rendered comparison carries that caveat.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pydantic import BaseModel, ConfigDict
+
+from giant.agent.modes import find_mode
 
 TASKS: tuple[str, ...] = ("tcga", "gtex", "panda", "tcga_slidebench", "tcga_expert_vqa")
 TASK_TITLES: dict[str, str] = {
@@ -81,28 +85,14 @@ CONCH_ABLATION: dict[str, tuple[float, float]] = {
     "tcga_expert_vqa": (57.0, 60.9),
 }
 
-GIANT_MODES = frozenset({"giant", "paper", "authors"})
-
 
 def published_row_for(
-    agent_mode: str,
-    runs_per_item: int,
-    T: int | None,
-    S: int | None,
-    thumbnail_size: int | None,
-    patches: tuple[int | None, int | None] = (None, None),
+    agent_mode: str, runs_per_item: int, settings: Mapping[str, int | None]
 ) -> PublishedRow | None:
     """The published row a run of ours is comparable with, or None when no published run used its
-    configuration (published GIANT runs all use T=20, S=1000; the thumbnail baseline 1024 px; the patch
-    baseline 30 patches of 224 px, given as `patches=(count, size)`)."""
-    by_method = {row.method: row for row in TABLE1}
-    if agent_mode in GIANT_MODES and T == 20 and S == 1000:
-        if runs_per_item == 1:
-            return by_method["GIANT x1 (T=20, S=1000)"]
-        if runs_per_item == 5:
-            return by_method["GIANT x5 (vote)"]
-    if agent_mode == "thumbnail" and runs_per_item == 1 and thumbnail_size == 1024:
-        return by_method["Thumbnail 1024 px"]
-    if agent_mode == "patch" and runs_per_item == 1 and patches == (30, 224):
-        return by_method["Patch (30 x 224, vote)"]
-    return None
+    configuration. The mode decides (giant.agent.modes: published GIANT runs all use T=20, S=1000;
+    the thumbnail baseline 1024 px; the patch baseline 30 patches of 224 px); `settings` are the
+    run's agent settings by name (max_steps, crop_size, thumbnail_size, ...)."""
+    mode = find_mode(agent_mode)
+    method = mode.published_method(runs_per_item, settings) if mode is not None else None
+    return next((row for row in TABLE1 if row.method == method), None)

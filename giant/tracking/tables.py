@@ -21,16 +21,15 @@ import mlflow
 from mlflow.entities import Run
 from pydantic import BaseModel, ConfigDict
 
+from giant.agent.modes import find_mode
 from giant.errors import ConfigError
 from giant.tracking.published import CAVEAT, PUBLISHED_MODEL, TABLE1, TASK_TITLES, TASKS, published_row_for
 
 log = logging.getLogger(__name__)
 
-# Row order of the paper: baselines first, then the agent modes.
-MODE_ORDER = ("thumbnail", "patch", "random_regions", "giant", "paper", "authors")
-STEP_MODES = frozenset({"giant", "paper", "authors", "random_regions"})  # modes where T and S matter
 SKIP_ROLES = frozenset({"sweep", "report"})  # parent and report runs carry no task metric
 MISSING = "-"
+UNKNOWN_RANK = 1000  # rows of a mode no longer registered go last
 
 
 class RunRecord(BaseModel):
@@ -41,25 +40,37 @@ class RunRecord(BaseModel):
     task: str
     agent_mode: str
     model: str
-    T: int | None = None
-    S: int | None = None
     runs_per_item: int = 1
-    thumbnail_size: int | None = None
-    patch_count: int | None = None
-    patch_size: int | None = None
+    # The run's integer agent settings by name (MLflow params `agent.<name>`; max_steps and
+    # crop_size also from the T and S tags): what row keys, labels and the published lookup read.
+    settings: dict[str, int] = {}
     mean: float
     std: float
     complete: bool = True  # False: a budget stop or interruption left items unrun
     start_time: int = 0
 
     @property
-    def row_key(self) -> tuple[str, int, int | None, int | None, int | None, str]:
+    def T(self) -> int | None:
+        return self.settings.get("max_steps")
+
+    @property
+    def S(self) -> int | None:
+        return self.settings.get("crop_size")
+
+    @property
+    def row_settings(self) -> tuple[tuple[str, int | None], ...]:
+        """The settings that make this run's mode a different method (the mode's `row_settings`;
+        none for a mode no longer registered)."""
+        mode = find_mode(self.agent_mode)
+        return tuple((name, self.settings.get(name)) for name in (mode.row_settings if mode else ()))
+
+    @property
+    def row_key(self) -> RowKey:
         """What makes two runs the same table row: only the settings that change the method."""
-        if self.agent_mode in STEP_MODES:
-            return (self.agent_mode, self.runs_per_item, self.T, self.S, None, self.model)
-        if self.agent_mode == "thumbnail":
-            return (self.agent_mode, self.runs_per_item, None, None, self.thumbnail_size, self.model)
-        return (self.agent_mode, self.runs_per_item, None, None, None, self.model)
+        return (self.agent_mode, self.runs_per_item, self.row_settings, self.model)
+
+
+RowKey = tuple[str, int, tuple[tuple[str, int | None], ...], str]
 
 
 INCOMPLETE_MARK = "†"
@@ -112,17 +123,21 @@ def _record(run: Run) -> RunRecord | None:
         return None
     if "metric_boot_mean" not in metrics or "metric_boot_std" not in metrics:
         return None
+    settings = {
+        name.removeprefix("agent."): number
+        for name, value in run.data.params.items()
+        if name.startswith("agent.") and (number := _int_or_none(value)) is not None
+    }
+    for tag, name in (("T", "max_steps"), ("S", "crop_size")):
+        if (number := _int_or_none(tags.get(tag))) is not None:
+            settings[name] = number
     return RunRecord(
         run_id=run.info.run_id,
         task=tags["dataset"],
         agent_mode=tags.get("agent_mode", "?"),
         model=tags.get("model", "?"),
-        T=_int_or_none(tags.get("T")),
-        S=_int_or_none(tags.get("S")),
         runs_per_item=_int_or_none(tags.get("runs_per_item")) or 1,
-        thumbnail_size=_int_or_none(run.data.params.get("agent.thumbnail_size")),
-        patch_count=_int_or_none(run.data.params.get("agent.patch_count")),
-        patch_size=_int_or_none(run.data.params.get("agent.patch_size")),
+        settings=settings,
         mean=metrics["metric_boot_mean"],
         std=metrics["metric_boot_std"],
         complete=tags.get("status") != "incomplete",
@@ -158,13 +173,14 @@ def load_runs(
 # ----------------------------------------------------------------------------- the table
 
 
-def _mode_rank(mode: str) -> int:
-    return MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER)
+def _mode_rank(name: str) -> int:
+    mode = find_mode(name)
+    return mode.table_rank if mode is not None else UNKNOWN_RANK
 
 
-def _sort_key(key: tuple[str, int, int | None, int | None, int | None, str]) -> tuple[object, ...]:
-    mode, k, T, S, size, model = key
-    return (_mode_rank(mode), mode, k, T or 0, S or 0, size or 0, model)
+def _sort_key(key: RowKey) -> tuple[object, ...]:
+    mode, k, settings, model = key
+    return (_mode_rank(mode), mode, k, tuple(value or 0 for _, value in settings), model)
 
 
 def latest_per_row_and_task(records: Iterable[RunRecord]) -> tuple[list[RunRecord], int]:
@@ -180,23 +196,23 @@ def latest_per_row_and_task(records: Iterable[RunRecord]) -> tuple[list[RunRecor
 
 
 def _method_label(rec: RunRecord, varying: set[str]) -> str:
-    """agent_mode, "xk" for k-run votes, and T/S/thumbnail size only where they vary within the mode."""
+    """agent_mode, "xk" for k-run votes, and the mode's row settings only where they vary within it
+    (as the mode shows them: T=20, 1024 px)."""
     label = rec.agent_mode + (f" x{rec.runs_per_item}" if rec.runs_per_item > 1 else "")
-    details = [f"{name}={getattr(rec, attr)}" for name, attr in (("T", "T"), ("S", "S")) if attr in varying]
-    if "thumbnail_size" in varying:
-        details.append(f"{rec.thumbnail_size} px")
+    mode = find_mode(rec.agent_mode)
+    details = [mode.row_detail(name, value) for name, value in rec.row_settings if mode and name in varying]
     return f"{label} ({', '.join(details)})" if details else label
 
 
 def _varying_by_mode(records: list[RunRecord]) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for mode in {r.agent_mode for r in records}:
-        of_mode = [r for r in records if r.agent_mode == mode]
-        out[mode] = {
-            attr
-            for attr, index in (("T", 2), ("S", 3), ("thumbnail_size", 4))
-            if len({r.row_key[index] for r in of_mode}) > 1
-        }
+        values: dict[str, set[int | None]] = {}
+        for rec in records:
+            if rec.agent_mode == mode:
+                for name, value in rec.row_settings:
+                    values.setdefault(name, set()).add(value)
+        out[mode] = {name for name, seen in values.items() if len(seen) > 1}
     return out
 
 
@@ -208,7 +224,7 @@ def task_columns(present: Iterable[str]) -> list[str]:
 def build_table(records: Iterable[RunRecord]) -> Table:
     latest, superseded = latest_per_row_and_task(records)
     varying = _varying_by_mode(latest)
-    rows: dict[tuple[str, int, int | None, int | None, int | None, str], Row] = {}
+    rows: dict[RowKey, Row] = {}
     for rec in sorted(latest, key=lambda r: _sort_key(r.row_key)):
         row = rows.setdefault(
             rec.row_key,
@@ -297,14 +313,7 @@ def comparison_markdown(table: Table) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in table.rows:
         rec = row.record
-        published = published_row_for(
-            rec.agent_mode,
-            rec.runs_per_item,
-            rec.T,
-            rec.S,
-            rec.thumbnail_size,
-            patches=(rec.patch_count, rec.patch_size),
-        )
+        published = published_row_for(rec.agent_mode, rec.runs_per_item, rec.settings)
         if published is None:
             continue
         ours = [row.cells[t].text() if t in row.cells else MISSING for t in tasks]
@@ -357,16 +366,17 @@ def published_markdown() -> str:
 
 
 def _series_figure(
-    records: list[RunRecord], x_attr: str, *, xlabel: str, title: str, path: Path, log_x: bool = False
+    records: list[RunRecord], x_setting: str, *, xlabel: str, title: str, path: Path, log_x: bool = False
 ) -> Path | None:
     """One line per task and row setting other than x, drawn when it has at least two x values;
-    None when no such line exists."""
-    position = {"T": 2, "thumbnail_size": 4}[x_attr]
+    None when no such line exists. Only runs whose mode makes x a row setting take part."""
     series: dict[tuple[object, ...], dict[int, RunRecord]] = {}
     for rec in records:
-        x = getattr(rec, x_attr)
-        if x is not None:
-            key = (rec.task, *rec.row_key[:position], None, *rec.row_key[position + 1 :])
+        names = [name for name, _ in rec.row_settings]
+        x = rec.settings.get(x_setting)
+        if x is not None and x_setting in names:
+            others = tuple(item for item in rec.row_settings if item[0] != x_setting)
+            key = (rec.task, rec.agent_mode, rec.runs_per_item, others, rec.model)
             series.setdefault(key, {})[x] = rec
     lines = {key: points for key, points in series.items() if len(points) >= 2}
     if not lines:
@@ -381,7 +391,7 @@ def _series_figure(
         points = sorted(by_x.items())
         rec = points[0][1]
         votes = f" x{rec.runs_per_item}" if rec.runs_per_item > 1 else ""
-        size = f" S={rec.S}" if x_attr == "T" and rec.S else ""
+        size = f" S={rec.S}" if x_setting == "max_steps" and rec.S else ""
         label = f"{_title(rec.task)} · {rec.agent_mode}{votes}{size} · {rec.model}"
         ax.errorbar(
             [x for x, _ in points],
@@ -409,15 +419,15 @@ def _series_figure(
 
 def scaling_figure(records: list[RunRecord], path: Path) -> Path | None:
     """Metric vs step limit T per task (paper: rises fast, plateaus around T = 10-15)."""
-    steps = [r for r in records if r.agent_mode in STEP_MODES]
-    return _series_figure(steps, "T", xlabel="step limit T", title="Scaling with navigation steps", path=path)
+    return _series_figure(
+        records, "max_steps", xlabel="step limit T", title="Scaling with navigation steps", path=path
+    )
 
 
 def thumbnail_figure(records: list[RunRecord], path: Path) -> Path | None:
     """Metric vs thumbnail long side (paper sweep 250..4000 px)."""
-    thumbs = [r for r in records if r.agent_mode == "thumbnail"]
     return _series_figure(
-        thumbs,
+        records,
         "thumbnail_size",
         xlabel="thumbnail long side (px)",
         title="Thumbnail resolution",

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from giant.agent import run_episode
-from giant.agent.config import AgentConfig
+from giant.agent.config import parse_agent
 from giant.agent.trajectory import Trajectory
 from giant.core import Item
-from giant.llm.config import ProviderConfig
+from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider
 from giant.wsi.synthetic import write_synthetic_slide
@@ -91,7 +91,7 @@ class Recording:
 def scripted(tmp_path: Path, lines: list[Any], *, cost_per_call: float | None = None) -> Recording:
     script = tmp_path / "script.jsonl"
     script.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    inner = build_provider(ProviderConfig(name="scripted", model="scripted", script=str(script)))
+    inner = build_provider(provider_settings("scripted", script=str(script)))
     return Recording(inner, cost_per_call)
 
 
@@ -106,7 +106,7 @@ def run(
     **cfg: Any,
 ) -> Trajectory:
     episode = run_episode(
-        item, slide, provider, AgentConfig(**cfg), out_dir=out_dir, seed=seed, record_requests=record_requests
+        item, slide, provider, parse_agent(cfg), out_dir=out_dir, seed=seed, record_requests=record_requests
     )
     return asyncio.run(episode)
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from giant.agent import prompts
+from giant.agent import instructions
 from giant.agent.baselines import _tissue_mask
 from giant.core import Item
-from giant.llm.config import ProviderConfig
+from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.types import ImagePart
 from giant.wsi.tissue import TissueMask
@@ -25,7 +25,7 @@ def mask(slide_path: Path) -> TissueMask:
 
 
 def random_provider(seed: int = 0) -> Recording:
-    return Recording(build_provider(ProviderConfig(name="random", model="random", seed=seed)))
+    return Recording(build_provider(provider_settings("random", seed=seed)))
 
 
 def test_thumbnail_one_call_no_guides_no_system(tmp_path: Path, item: Item, slide_path: Path) -> None:
@@ -48,8 +48,8 @@ def test_thumbnail_crop_reply_is_a_failure(tmp_path: Path, item: Item, slide_pat
     provider = scripted(tmp_path, [crop(0, 0, 100, 100), error("transient"), answer(4)])
     traj = run(item, slide_path, provider, mode="thumbnail")
     assert traj.status == "answered" and traj.answer == '{"answer": 4}' and traj.totals.calls == 3
-    assert traj.calls[0].feedback == prompts.ANSWER_ONLY_CORRECTIVE
-    assert prompts.ANSWER_ONLY_CORRECTIVE in texts(provider.sent[1][0])
+    assert traj.calls[0].feedback == instructions.ANSWER_ONLY_CORRECTIVE
+    assert instructions.ANSWER_ONLY_CORRECTIVE in texts(provider.sent[1][0])
     assert [c.error_kind for c in traj.calls] == [None, "transient", None]
 
 

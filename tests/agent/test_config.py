@@ -1,33 +1,99 @@
-"""Agent settings reach the run's record (issue 9 case 3): the correction limit is a key of
-conf/agent/giant.yaml, so it is a CLI override, an MLflow param and part of the config hash."""
+"""Agent settings per mode: each conf/agent/<mode>.yaml mirrors its mode's settings model, a run
+carries only its mode's settings (so one mode's setting never moves another mode's config hash), and
+another mode's key is one line naming the modes that have it."""
 
 from __future__ import annotations
+
+import shutil
+from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
-from giant.agent.config import AgentConfig
-from giant.config import CONF_DIR, RunSettings, resolve
+from giant.agent.config import parse_agent
+from giant.agent.modes import MODES
+from giant.config import CONF_DIR, RunSettings, check_override_keys, resolve
+from giant.errors import ConfigError
 from giant.tracking.params import to_params
+
+
+def _compose(overrides: list[str], conf_dir: Path = CONF_DIR) -> DictConfig:
+    with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
+        return compose("config", overrides=[*overrides, "dry_run=true"])
 
 
 @pytest.mark.parametrize("mode", ["giant", "paper", "authors"])
 def test_the_correction_limit_is_recorded_with_the_run(mode: str) -> None:
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose("config", overrides=[f"agent={mode}", "dry_run=true"])
-        changed = compose("config", overrides=[f"agent={mode}", "agent.max_corrections=5", "dry_run=true"])
+    cfg = _compose([f"agent={mode}"])
+    changed = _compose([f"agent={mode}", "agent.max_corrections=5"])
     settings = RunSettings.from_config(cfg)
-    assert settings.agent.max_corrections == 3
+    assert settings.agent.model_dump()["max_corrections"] == 3
     params = to_params(resolve(cfg), secrets=[], max_length=250)
     assert params["agent.max_corrections"] == "3"
-    assert RunSettings.from_config(changed).agent.max_corrections == 5
+    assert RunSettings.from_config(changed).agent.model_dump()["max_corrections"] == 5
     assert settings.config_hash() != RunSettings.from_config(changed).config_hash()
-    # the yaml mirrors the model, every setting with the model's default, so the two cannot drift
-    conf = OmegaConf.load(CONF_DIR / "agent" / "giant.yaml")
-    assert isinstance(conf, DictConfig)
-    assert set(conf.keys()) == set(AgentConfig.model_fields)
-    defaults = AgentConfig()
-    for key in AgentConfig.model_fields:
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_each_mode_yaml_mirrors_its_settings_model(mode: str) -> None:
+    """Every key of the composed agent config is a field of the mode's model, with its default, so the
+    two cannot drift; and the model has no field the yaml lacks."""
+    conf = _compose([f"agent={mode}"]).agent
+    model = MODES[mode].settings
+    assert set(conf.keys()) == set(model.model_fields)
+    defaults = model()  # type: ignore[call-arg]
+    for key in model.model_fields:
         if not OmegaConf.is_interpolation(conf, key):  # crop_size follows the provider
             assert conf[key] == getattr(defaults, key), key
+
+
+def test_a_giant_run_carries_no_other_modes_settings() -> None:
+    agent = RunSettings.from_config(_compose(["agent=giant"])).agent.model_dump()
+    others = {
+        "thumbnail_size",
+        "patch_count",
+        "patch_size",
+        "region_min_side",
+        "region_max_side",
+        "max_restarts",
+    }
+    assert not others & set(agent)
+
+
+def test_a_patch_setting_leaves_the_giant_hash_alone(tmp_path: Path) -> None:
+    """Changing patch_count wherever conf/ sets it changes patch runs' hash, never a giant run's."""
+    conf = tmp_path / "conf"
+    shutil.copytree(CONF_DIR, conf)
+    for path in (conf / "agent").rglob("*.yaml"):
+        path.write_text(path.read_text().replace("patch_count: 30", "patch_count: 31"))
+
+    def hash_of(mode: str, conf_dir: Path) -> str:
+        return RunSettings.from_config(_compose([f"agent={mode}"], conf_dir)).config_hash()
+
+    assert hash_of("patch", conf) != hash_of("patch", CONF_DIR)
+    assert hash_of("giant", conf) == hash_of("giant", CONF_DIR)
+
+
+def test_another_modes_key_on_the_command_line_is_one_line() -> None:
+    with pytest.raises(ConfigError) as info:
+        check_override_keys(["agent=giant", "agent.patch_count=10"])
+    assert str(info.value) == (
+        "agent.patch_count is a setting of agent=patch only, not of agent=giant: "
+        "pick one of those agent options or drop the key"
+    )
+    with pytest.raises(
+        ConfigError, match=r"agent\.region_min_tissue is a setting of agent=patch,random_regions"
+    ):
+        check_override_keys(["-m", "agent=giant,patch", "agent.region_min_tissue=0.5"])
+    check_override_keys(["agent=patch", "agent.patch_count=10"])  # its own mode: fine
+
+
+def test_another_modes_key_in_the_settings_is_one_line() -> None:
+    """`+agent.thumbnail_size=500` reaches validation: the message names the modes that have it."""
+    with pytest.raises(ConfigError) as info:
+        RunSettings.from_config(_compose(["agent=paper", "+agent.thumbnail_size=500"]))
+    assert "\n" not in str(info.value)
+    assert "agent.thumbnail_size is a setting of agent=thumbnail only, not of agent=paper" in str(info.value)
+    with pytest.raises(ValueError, match=r"agent\.max_restarts is a setting of agent=authors only"):
+        parse_agent({"mode": "giant", "max_restarts": 2})

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from giant.agent import prompts
+from giant.agent import instructions
 from giant.agent.trajectory import Trajectory
 from giant.core import Item
 
@@ -38,7 +38,7 @@ def test_crops_past_the_limit_fail_after_three_corrections(
     assert traj.status == "step_limit_exceeded" and traj.answer is None
     assert len(provider.sent) == traj.totals.calls == t + 3
     assert traj.corrections == 3 and traj.totals.crops == t - 1
-    assert _feedback(traj)[t - 1 :] == [prompts.STEP_LIMIT_CORRECTIVE] * 3 + [None]
+    assert _feedback(traj)[t - 1 :] == [instructions.STEP_LIMIT_CORRECTIVE] * 3 + [None]
     assert f"call {t + 3}: crop instead of the required answer after 3 corrective messages" in traj.reason
 
 
@@ -53,7 +53,7 @@ def test_paper_early_answers_fail_after_three_corrections(
     assert traj.status == "early_answer_rejected" and traj.answer is None
     assert len(provider.sent) == traj.totals.calls == 4
     assert traj.corrections == 3
-    assert _feedback(traj) == [prompts.early_answer_corrective(0, t)] * 3 + [None]
+    assert _feedback(traj) == [instructions.early_answer_corrective(0, t)] * 3 + [None]
     assert "call 4: early answer at step 1 after 3 corrective messages" in traj.reason
 
 
@@ -68,8 +68,8 @@ def test_paper_early_answers_and_the_step_limit_share_the_three_corrections(
     assert len(provider.sent) == traj.totals.calls == t + 3
     assert traj.corrections == 3 and traj.totals.crops == t - 1
     feedback = _feedback(traj)
-    assert feedback[0] == prompts.early_answer_corrective(0, t)
-    assert feedback[t:] == [prompts.STEP_LIMIT_CORRECTIVE] * 2 + [None]
+    assert feedback[0] == instructions.early_answer_corrective(0, t)
+    assert feedback[t:] == [instructions.STEP_LIMIT_CORRECTIVE] * 2 + [None]
 
 
 @pytest.mark.parametrize("t", T_VALUES)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from giant.agent import prompts
+from giant.agent import instructions
 from giant.agent.trajectory import Trajectory
 from giant.core import Item
 from giant.llm.types import ImagePart
@@ -51,7 +51,7 @@ def test_loop_limit_forces_the_answer(tmp_path: Path, item: Item, slide_path: Pa
     assert traj.status == "answered" and traj.answer == '{"answer": 4}'
     assert [ctx.must_answer for _, ctx in provider.sent] == [False, False, True, True]
     assert traj.totals.crops == 2  # the crop at step T was not executed
-    assert traj.calls[2].feedback == prompts.STEP_LIMIT_CORRECTIVE
+    assert traj.calls[2].feedback == instructions.STEP_LIMIT_CORRECTIVE
 
 
 def test_force_answer_lists_what_was_examined(tmp_path: Path, item: Item, slide_path: Path) -> None:
@@ -134,8 +134,8 @@ def test_paper_mode_rejects_early_answer(tmp_path: Path, item: Item, slide_path:
     traj = run(item, slide_path, provider, mode="paper", max_steps=3)
     assert traj.status == "answered" and traj.answer == '{"answer": 3}'
     assert traj.totals.calls == 5 and traj.totals.crops == 2  # exactly T-1 crops
-    assert traj.calls[0].feedback == prompts.early_answer_corrective(0, 3)
-    assert traj.calls[2].feedback == prompts.early_answer_corrective(1, 3)
+    assert traj.calls[0].feedback == instructions.early_answer_corrective(0, 3)
+    assert traj.calls[2].feedback == instructions.early_answer_corrective(1, 3)
     assert "exactly 2 regions" in (traj.system_prompt or "")
     # the same script in giant mode stops at the first answer
     giant = run(item, slide_path, scripted(tmp_path, lines), mode="giant", max_steps=3)
@@ -302,7 +302,7 @@ def test_crops_past_the_budget_in_one_turn_are_skipped(tmp_path: Path, item: Ite
     assert traj.status == "answered" and traj.totals.crops == 1
     skipped = provider.sent[1][0].messages[-1]
     assert skipped.in_reply_to == "c2"  # type: ignore[union-attr]
-    assert prompts.EXTRA_CROP_SKIPPED in texts(provider.sent[1][0])
+    assert instructions.EXTRA_CROP_SKIPPED in texts(provider.sent[1][0])
     assert provider.sent[1][1].must_answer
 
 
@@ -320,7 +320,7 @@ def test_record_requests_names_the_file_beside_the_trajectory(
 def test_authors_mode_budget_counts_calls_and_runs_every_crop_of_a_turn(
     tmp_path: Path, item: Item, slide_path: Path
 ) -> None:
-    """Facts section 1: the authors restart after T calls without an answer, and every crop of a
+    """paper_facts §1: the authors restart after T calls without an answer, and every crop of a
     multi-crop OpenAI turn is executed; two 2-crop turns fit in T = 3 with the answer as call 3."""
     turn = [crop(0, 0, 1000, 1000, "c1"), crop(2000, 2000, 1000, 1000, "c2")]
     turn2 = [crop(0, 2000, 1000, 1000, "c3"), crop(3000, 0, 1000, 1000, "c4")]

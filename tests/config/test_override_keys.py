@@ -31,7 +31,7 @@ def test_known_override_keys_pass() -> None:
     check_override_keys(
         [
             "-m",
-            "agent=giant,thumbnail",
+            "agent=thumbnail",
             "agent.thumbnail_size=512",
             "agent.max_steps=1,5",
             "limit=2",

@@ -109,9 +109,9 @@ class Cluster:
         for proc in reversed(self.processes.values()):
             if proc.poll() is None:
                 proc.terminate()
-        for proc in self.processes.values():
+        for proc in self.processes.values():  # a throwaway cluster: no state worth a slow shutdown
             try:
-                proc.wait(timeout=10)
+                proc.wait(timeout=3)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()

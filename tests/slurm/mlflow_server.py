@@ -69,7 +69,7 @@ class MlflowServer:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:
-                self.proc.wait(timeout=15)
+                self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()

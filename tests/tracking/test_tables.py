@@ -196,11 +196,14 @@ def test_figures_skipped_without_two_points(mlflow_store: tuple[str, str], tmp_p
 def test_published_rows_match_only_the_published_configurations() -> None:
     from giant.tracking.published import published_row_for
 
-    giant_x1 = published_row_for("giant", 1, 20, 1000, None)
+    giant_x1 = published_row_for("giant", 1, {"max_steps": 20, "crop_size": 1000})
     assert giant_x1 is not None and giant_x1.method == "GIANT x1 (T=20, S=1000)"
-    assert published_row_for("giant", 1, 10, 1000, None) is None
-    patch = published_row_for("patch", 1, None, None, None, patches=(30, 224))
+    assert published_row_for("giant", 1, {"max_steps": 10, "crop_size": 1000}) is None
+    patch = published_row_for("patch", 1, {"patch_count": 30, "patch_size": 224})
     assert patch is not None and patch.method == "Patch (30 x 224, vote)"
-    assert published_row_for("patch", 1, None, None, None, patches=(10, 224)) is None
-    assert published_row_for("patch", 1, None, None, None) is None  # settings unknown: no claim
-    assert published_row_for("thumbnail", 1, None, None, 2000) is None
+    assert published_row_for("patch", 1, {"patch_count": 10, "patch_size": 224}) is None
+    assert published_row_for("patch", 1, {}) is None  # settings unknown: no claim
+    assert published_row_for("thumbnail", 1, {"thumbnail_size": 2000}) is None
+    thumbnail = published_row_for("thumbnail", 1, {"thumbnail_size": 1024})
+    assert thumbnail is not None and thumbnail.method == "Thumbnail 1024 px"
+    assert published_row_for("retired_mode", 1, {"max_steps": 20, "crop_size": 1000}) is None

@@ -1,0 +1,92 @@
+"""The mode contract and its registry: everything outside giant/agent/modes/ asks a mode object.
+
+A mode is one `Mode` subclass with `@register`: its name, its settings model, how it runs an episode,
+what an item costs (the dry run), and how it names itself in run names, Table 1 rows and the published
+numbers. Nothing else in the project branches on a mode's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from giant.agent.config import BaseAgentConfig
+
+if TYPE_CHECKING:
+    from giant.agent.episode_state import EpisodeState
+
+C = TypeVar("C", bound=BaseAgentConfig)
+
+
+@dataclass(frozen=True)
+class CallPlan:
+    """What one item-run sends, for the dry run's cost estimate."""
+
+    calls: int  # provider calls
+    image_side: int  # long side of every image sent
+    conversation: bool  # True: each call resends the conversation so far (its images and replies)
+
+
+class Mode(Generic[C]):
+    """One way of running an episode. Subclasses set the class attributes and `run`."""
+
+    name: ClassVar[str]
+    settings: ClassVar[type[BaseAgentConfig]]  # the mode's own pydantic model, `mode: Literal[name]`
+    table_rank: ClassVar[int] = 100  # row order in Table 1 (the paper: baselines first)
+    # The agent settings (MLflow params `agent.<name>`) that make two runs different Table 1 rows.
+    row_settings: ClassVar[tuple[str, ...]] = ()
+
+    async def run(self, ep: EpisodeState[C]) -> None:
+        """Run the episode: record calls and regions in ep, end with ep.answered or EpisodeEnd."""
+        raise NotImplementedError
+
+    def plan(self, cfg: C) -> CallPlan:
+        """Default: a navigation conversation of T calls with S-pixel images."""
+        return CallPlan(calls=cfg.max_steps, image_side=cfg.crop_size, conversation=True)
+
+    def system_prompt(self, cfg: C, width: int, height: int) -> str | None:
+        """The system prompt on a slide of this size (None: the mode sends none)."""
+        return None
+
+    def run_name(self, cfg: C, dataset: str) -> str:
+        return f"{dataset}-{self.name}-T{cfg.max_steps}-S{cfg.crop_size}"
+
+    def row_detail(self, setting: str, value: int | None) -> str:
+        """How a row label shows one of `row_settings` when it varies within the mode."""
+        short = {"max_steps": "T", "crop_size": "S"}.get(setting, setting)
+        return f"{short}={value}"
+
+    def published_method(self, runs_per_item: int, settings: Mapping[str, int | None]) -> str | None:
+        """The Table 1 method (giant.tracking.published) a run with these agent settings reproduces."""
+        return None
+
+
+MODES: dict[str, Mode[Any]] = {}
+
+
+def register(cls: type[Mode[C]]) -> type[Mode[C]]:
+    """Class decorator: one instance per mode name (a second mode of the same name is an error)."""
+    if cls.name in MODES:
+        raise ValueError(f"agent mode '{cls.name}' is registered twice")
+    MODES[cls.name] = cls()
+    return cls
+
+
+def unregister(name: str) -> None:
+    """Drop a mode (tests that register a throwaway mode clean up with this)."""
+    MODES.pop(name, None)
+
+
+def mode_of(cfg: BaseAgentConfig) -> Mode[Any]:
+    return MODES[cfg.mode]
+
+
+def find_mode(name: str) -> Mode[Any] | None:
+    """The mode of a logged run (None: a name no registered mode has, e.g. a retired one)."""
+    return MODES.get(name)
+
+
+def modes_with_setting(setting: str) -> list[str]:
+    """The modes whose settings include `setting` (for the one-line error on another mode's key)."""
+    return sorted(name for name, mode in MODES.items() if setting in mode.settings.model_fields)

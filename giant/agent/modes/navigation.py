@@ -1,0 +1,122 @@
+"""The three readings of Algorithm 1 (giant, paper, authors): one navigation loop, told apart only by
+their `NavigationRules` and the pacing line of their system prompt (giant/agent/loop.py runs them)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field
+
+from giant.agent import instructions
+from giant.agent.config import Fill, RegionsConfig
+from giant.agent.modes.base import Mode, register
+
+if TYPE_CHECKING:
+    from giant.agent.episode_state import EpisodeState
+
+
+class NavigationConfig(RegionsConfig):
+    """The settings of the navigation loop, shared by giant, paper and authors."""
+
+    note_tool: bool = False
+    strict_crops: bool = False  # True: invalid boxes are fed back as errors instead of clamped
+    # Corrective messages after rule violations (a crop when the answer is due; an early answer in
+    # paper mode); the next violation fails the item. The paper's "3 retries" (loop.py docstring).
+    max_corrections: int = Field(3, ge=0)
+
+
+class GiantConfig(NavigationConfig):
+    mode: Literal["giant"] = "giant"
+
+
+class PaperConfig(NavigationConfig):
+    mode: Literal["paper"] = "paper"
+
+
+class AuthorsConfig(NavigationConfig):
+    mode: Literal["authors"] = "authors"
+    fill: Fill = "black"  # as the authors' reader
+    max_restarts: int = Field(3, ge=0)  # restarts of a whole episode after T calls without an answer
+
+
+@dataclass(frozen=True)
+class NavigationRules:
+    """How one reading of Algorithm 1 treats the step budget T."""
+
+    early_answer: Literal["accept", "reject"]  # reject: an answer before step T gets a corrective
+    force_answer: bool  # at step T the model must answer (else the attempt ends without one)
+    attempts: int  # whole episodes from the overview on (1 + restarts)
+    budget: Literal["actions", "calls"]  # what T counts: executed crops/notes, or answered calls
+
+
+class NavigationMode(Mode[NavigationConfig]):
+    table_rank = 10
+    row_settings = ("max_steps", "crop_size")
+
+    def rules(self, cfg: NavigationConfig) -> NavigationRules:
+        raise NotImplementedError
+
+    def pacing(self, t: int) -> str:
+        """The system prompt's line on how to spend the T steps."""
+        return instructions.free_pacing()
+
+    def system_prompt(self, cfg: NavigationConfig, width: int, height: int) -> str:
+        return instructions.system_prompt(cfg, width, height, pacing=self.pacing(cfg.max_steps))
+
+    async def run(self, ep: EpisodeState[NavigationConfig]) -> None:
+        from giant.agent.loop import Navigator
+
+        await Navigator(ep, self.rules(ep.cfg), self.system_prompt(ep.cfg, ep.width, ep.height)).run()
+
+    def published_method(self, runs_per_item: int, settings: Mapping[str, int | None]) -> str | None:
+        """Every published GIANT run used T=20, S=1000 (one run per item, or a vote over five)."""
+        if settings.get("max_steps") != 20 or settings.get("crop_size") != 1000:
+            return None
+        return {1: "GIANT x1 (T=20, S=1000)", 5: "GIANT x5 (vote)"}.get(runs_per_item)
+
+
+@register
+class GiantMode(NavigationMode):
+    """Practical: early answers accepted; at step T the model must answer."""
+
+    name = "giant"
+    settings = GiantConfig
+    table_rank = 11
+
+    def rules(self, cfg: NavigationConfig) -> NavigationRules:
+        return NavigationRules(early_answer="accept", force_answer=True, attempts=1, budget="actions")
+
+
+@register
+class PaperMode(NavigationMode):
+    """Fixed iterations: exactly T-1 crops, the answer at step T; early answers are rejected."""
+
+    name = "paper"
+    settings = PaperConfig
+    table_rank = 12
+
+    def rules(self, cfg: NavigationConfig) -> NavigationRules:
+        return NavigationRules(early_answer="reject", force_answer=True, attempts=1, budget="actions")
+
+    def pacing(self, t: int) -> str:
+        return instructions.fixed_pacing(t)
+
+
+@register
+class AuthorsMode(NavigationMode):
+    """The authors' code: no forced answer; T answered calls without an answer restart the episode."""
+
+    name = "authors"
+    settings = AuthorsConfig
+    table_rank = 13
+
+    def rules(self, cfg: NavigationConfig) -> NavigationRules:
+        restarts = cfg.max_restarts if isinstance(cfg, AuthorsConfig) else 0
+        return NavigationRules(
+            early_answer="accept", force_answer=False, attempts=restarts + 1, budget="calls"
+        )
+
+    def pacing(self, t: int) -> str:
+        return instructions.authors_pacing(t)

@@ -1,0 +1,46 @@
+"""Ablation: the model cannot choose. T-1 random square tissue regions follow the overview, each with
+its guides and box text, then one answer call (paper_facts §4)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field, model_validator
+
+from giant.agent import instructions
+from giant.agent.config import RegionsConfig, TissueSampling
+from giant.agent.modes.base import Mode, register
+
+if TYPE_CHECKING:
+    from giant.agent.episode_state import EpisodeState
+
+
+class RandomRegionsConfig(RegionsConfig, TissueSampling):
+    mode: Literal["random_regions"] = "random_regions"
+    region_min_side: int = Field(1000, ge=16)  # side ~ U[min, bound]
+    region_max_side: int | None = None  # None: the slide's short side
+
+    @model_validator(mode="after")
+    def _sides_in_order(self) -> RandomRegionsConfig:
+        if self.region_max_side is not None and self.region_max_side < self.region_min_side:
+            raise ValueError(
+                f"agent.region_max_side={self.region_max_side} is below agent.region_min_side="
+                f"{self.region_min_side}; raise it or set it to null"
+            )
+        return self
+
+
+@register
+class RandomRegionsMode(Mode[RandomRegionsConfig]):
+    name = "random_regions"
+    settings = RandomRegionsConfig
+    table_rank = 3
+    row_settings = ("max_steps", "crop_size")
+
+    async def run(self, ep: EpisodeState[RandomRegionsConfig]) -> None:
+        from giant.agent.baselines import run_random_regions
+
+        await run_random_regions(ep)
+
+    def system_prompt(self, cfg: RandomRegionsConfig, width: int, height: int) -> str:
+        return instructions.random_regions_system_prompt(cfg, width, height, cfg.max_steps - 1)
