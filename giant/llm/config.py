@@ -35,6 +35,11 @@ from giant.errors import ConfigError
 PROVIDER_CONF = Path(__file__).resolve().parents[2] / "conf" / "provider"
 
 
+def _invalid(message: str) -> PydanticCustomError:
+    """A check's message as it is (pydantic would prefix a ValueError with "Value error, ")."""
+    return PydanticCustomError("provider_setting", message)
+
+
 class ProviderSettings(BaseModel):
     """What every provider has."""
 
@@ -81,12 +86,12 @@ class AnthropicSettings(SdkSettings):
         if self.thinking_budget is None:
             return self
         if self.max_tokens <= self.thinking_budget:
-            raise ValueError(
+            raise _invalid(
                 f"provider.thinking_budget={self.thinking_budget} must be below provider.max_tokens="
                 f"{self.max_tokens} (the API requires it); lower the budget or raise max_tokens"
             )
         if self.temperature is not None:
-            raise ValueError(
+            raise _invalid(
                 "provider.temperature must be null while thinking is on "
                 "(set provider.temperature=null or provider.thinking_budget=null)"
             )
@@ -118,9 +123,9 @@ class ScriptedSettings(ProviderSettings):
     @classmethod
     def _script_exists(cls, script: object) -> object:
         if not script:
-            raise ValueError("provider=scripted needs a script: pass provider.script=FILE (a JSONL of steps)")
+            raise _invalid("provider=scripted needs a script: pass provider.script=FILE (a JSONL of steps)")
         if isinstance(script, str) and not Path(script).is_file():
-            raise ValueError(f"provider.script={script}: file not found; pass an existing JSONL file")
+            raise _invalid(f"provider.script={script}: file not found; pass an existing JSONL file")
         return script
 
 
