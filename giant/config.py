@@ -157,6 +157,13 @@ class RunSettings(_Strict):
         if ds.source == "demo" and ds.csv_path is not None and ds.wsi_root is None:
             raise ConfigError("dataset.csv_path is set for the demo: also set dataset.wsi_root to its slides")
 
+    def record(self) -> dict[str, Any]:
+        """The validated settings as JSON data laid out like conf/config.yaml (run options at the top
+        level, so each dotted key is its command-line override). The one record of a job's config:
+        resolved_config.json and the MLflow params are both written from it."""
+        data = self.model_dump(mode="json")
+        return {**data.pop("run"), **data}
+
     def config_hash(self) -> str:
         """Hash of what changes results: paths, tracking and pacing (concurrency, budget, rate
         limits, timeouts) are left out, so a rerun with another output folder resumes."""

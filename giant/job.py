@@ -19,7 +19,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from giant.config import RunSettings, resolve
+from giant.config import RunSettings
 from giant.core import Item
 from giant.data.defects import Defect
 from giant.errors import ConfigError
@@ -115,7 +115,7 @@ def run_job(cfg: DictConfig) -> float | None:
     previous = index.lookup(key) if settings.run.resume else None
     resume_from = Path(previous.out_dir) if previous else None
 
-    job = _start_tracking(settings, cfg, data, hydra_cfg, previous.mlflow_run_id if previous else None)
+    job = _start_tracking(settings, data, hydra_cfg, previous.mlflow_run_id if previous else None)
     index.record(key, out_dir, job.run_id if job else None)
     if resume_from is not None:
         print(f"resuming run key {key} from {resume_from}")
@@ -167,9 +167,7 @@ def _dry_run(settings: RunSettings, data: JobData, out_dir: Path) -> None:
     print(f"dry run report: {out_dir / 'dry_run.json'}")
 
 
-def _start_tracking(
-    settings: RunSettings, cfg: DictConfig, data: JobData, hydra_cfg: Any, resume_run_id: str | None
-) -> Any:
+def _start_tracking(settings: RunSettings, data: JobData, hydra_cfg: Any, resume_run_id: str | None) -> Any:
     if not settings.tracking.enabled:
         return None
     from giant.eval.provenance import git_commit
@@ -185,7 +183,7 @@ def _start_tracking(
     )
     tags["overrides"] = " ".join(hydra_cfg.overrides.task)[:5000]
     tags["output_dir"] = hydra_cfg.runtime.output_dir
-    return JobRun.start(settings, config=resolve(cfg), tags=tags, sweep=sweep, resume_run_id=resume_run_id)
+    return JobRun.start(settings, tags=tags, sweep=sweep, resume_run_id=resume_run_id)
 
 
 def _write_outputs(settings: RunSettings, summary: Summary, out_dir: Path) -> dict[str, Path]:
@@ -207,7 +205,7 @@ def _write_outputs(settings: RunSettings, summary: Summary, out_dir: Path) -> di
     if defects is not None:
         files[defects.name] = defects
     resolved = out_dir / "resolved_config.json"
-    resolved.write_text(json.dumps(settings.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
+    resolved.write_text(json.dumps(settings.record(), indent=2) + "\n", encoding="utf-8")
     files[f"config/{resolved.name}"] = resolved
     _write_viewer_pages(out_dir / "trajectories")
     return files

@@ -15,7 +15,6 @@ import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
 
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
@@ -190,13 +189,12 @@ class JobRun:
         cls,
         settings: RunSettings,
         *,
-        config: dict[str, Any],
         tags: dict[str, str],
         sweep: SweepInfo | None,
         resume_run_id: str | None = None,
     ) -> JobRun:
-        """`config` is the resolved config (logged as flattened params); `resume_run_id` the run of an
-        earlier attempt with the same run key, reattached if it did not finish."""
+        """Params are the settings' record (the same data as resolved_config.json); `resume_run_id`
+        the run of an earlier attempt with the same run key, reattached if it did not finish."""
         client, experiment_id = open_experiment(settings.tracking)
         run_id = _reattachable(client, resume_run_id)
         if run_id is not None:
@@ -209,7 +207,9 @@ class JobRun:
             run_id = client.create_run(experiment_id, run_name=name, tags=start_tags).info.run_id
         job = cls(client, run_id, settings)
         job.set_tags(tags)
-        params = to_params(config, secrets=job.secrets, max_length=settings.tracking.max_param_length)
+        params = to_params(
+            settings.record(), secrets=job.secrets, max_length=settings.tracking.max_param_length
+        )
         try:
             job.log_params(params)
         except MlflowException as exc:  # a reattached run whose config text changed (e.g. a path)

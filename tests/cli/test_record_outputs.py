@@ -22,6 +22,7 @@ from mlflow.tracking import MlflowClient
 
 from giant.data.demo import build_demo
 from giant.data.multipathqa import CSV_COLUMNS
+from giant.tracking.params import to_params
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "run_eval.py"
@@ -108,6 +109,17 @@ def test_defects_are_in_summary_json_and_the_defects_file(runs: Runs) -> None:
         assert (defect["benchmark"], defect["benchmark_id"]) == ("tcga_slidebench", DEFECTIVE_ID)
         assert defect["resolution"] == "kept" and "tcga_expert_vqa" in defect["description"]
         assert json.loads((folder / "dataset_defects.json").read_text()) == summary["dataset_defects"]
+
+
+@pytest.mark.slow
+def test_mlflow_params_are_the_resolved_config(runs: Runs) -> None:
+    """One record of the config: the params are resolved_config.json flattened, key for key."""
+    client = MlflowClient(runs.uri)
+    [run] = client.search_runs([client.get_experiment_by_name("giant").experiment_id])
+    resolved = json.loads((runs.tracked / "resolved_config.json").read_text())
+    assert run.data.params == to_params(resolved, secrets=[], max_length=250)
+    assert resolved["agent"]["max_steps"] == 2 and resolved["resume"] is False  # keys as on the command line
+    assert json.loads((runs.untracked / "resolved_config.json").read_text())["tracking"]["enabled"] is False
 
 
 @pytest.mark.slow

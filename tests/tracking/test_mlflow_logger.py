@@ -10,7 +10,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
-from giant.config import CONF_DIR, RunSettings, resolve
+from giant.config import CONF_DIR, RunSettings
 from giant.core import Item
 from giant.eval.summary import Bootstrap, Provenance, Summary, Totals
 from giant.tracking.callbacks import SWEEP_TABLE, MlflowSweepCallback
@@ -21,10 +21,10 @@ from giant.tracking.secrets import REDACTED, is_secret_key, secret_values
 SECRET = "sk-test-SECRET-0123456789abcdef"
 
 
-def _settings(overrides: list[str]) -> tuple[RunSettings, dict[str, object]]:
+def _settings(overrides: list[str]) -> RunSettings:
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=overrides)
-    return RunSettings.from_config(cfg), resolve(cfg)
+    return RunSettings.from_config(cfg)
 
 
 def _summary(complete: bool = True) -> Summary:
@@ -119,9 +119,9 @@ def test_job_and_sweep_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, emp
     sweep = SweepInfo.read(sweep_dir)
     assert sweep is not None and sweep.tracking_uri == uri
 
-    settings, config = _settings([f"tracking.uri={uri}", "agent.max_steps=5", f"+extra.note=key {SECRET}"])
+    settings = _settings([f"tracking.uri={uri}", "agent.max_steps=5", f"paths.data_dir=/data/key-{SECRET}"])
     tags = job_tags(settings, [_item()], dataset_hash="dh", git_commit="abc", sweep_id=sweep.parent_run_id)
-    job = JobRun.start(settings, config=config, tags=tags, sweep=sweep)
+    job = JobRun.start(settings, tags=tags, sweep=sweep)
     leaky = tmp_path / "leaky.json"
     leaky.write_text(json.dumps({"header": f"Bearer {SECRET}"}))
     folder = tmp_path / "trajectories" / "item1"
@@ -145,7 +145,7 @@ def test_job_and_sweep_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, emp
         "complete",
     )
     assert run.data.params["agent.max_steps"] == "5"
-    assert run.data.params["extra.note"] == f"key {REDACTED}"
+    assert run.data.params["paths.data_dir"] == f"/data/key-{REDACTED}"
     assert run.data.metrics["metric"] == 0.5
     assert [m.value for m in client.get_metric_history(job.run_id, "run_metric")] == [0.25, 0.75]
     names = {a.path for a in client.list_artifacts(job.run_id)}
@@ -163,17 +163,17 @@ def test_job_and_sweep_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, emp
 
 def test_resume_reattaches_an_unfinished_run(tmp_path: Path, empty_store_db: Path) -> None:
     uri = _store(tmp_path, empty_store_db)
-    settings, config = _settings([f"tracking.uri={uri}"])
+    settings = _settings([f"tracking.uri={uri}"])
     tags = job_tags(settings, [_item()], dataset_hash="dh", git_commit=None, sweep_id="")
-    first = JobRun.start(settings, config=config, tags=tags, sweep=None)
+    first = JobRun.start(settings, tags=tags, sweep=None)
     first.client.set_terminated(first.run_id, status="KILLED")
-    again = JobRun.start(settings, config=config, tags=tags, sweep=None, resume_run_id=first.run_id)
+    again = JobRun.start(settings, tags=tags, sweep=None, resume_run_id=first.run_id)
     assert again.run_id == first.run_id
     assert again.client.get_run(again.run_id).info.status == "RUNNING"
     again.log_summary(_summary(complete=False))
     again.finish()
     assert again.client.get_run(again.run_id).data.tags["status"] == "incomplete"
-    fresh = JobRun.start(settings, config=config, tags=tags, sweep=None, resume_run_id=first.run_id)
+    fresh = JobRun.start(settings, tags=tags, sweep=None, resume_run_id=first.run_id)
     assert fresh.run_id != first.run_id  # a finished run is never reopened
 
 
