@@ -227,9 +227,7 @@ def test_regions_sent_with_the_overview_are_numbered(slide: Path, tmp_path: Path
         truth=1,
         metric="accuracy",
     )
-    cfg = RandomRegionsConfig(
-        max_steps=4, crop_size=500, region_min_side=400, region_min_tissue=0
-    )
+    cfg = RandomRegionsConfig(max_steps=4, crop_size=500, region_min_side=400, region_min_tissue=0)
     out = tmp_path / "rr"
     traj = asyncio.run(run_episode(item, slide, provider, cfg, out_dir=out, seed=1))
     extra = [r for r in traj.regions[1:] if r.call_index == 0]
