@@ -125,7 +125,7 @@ class ScriptedSettings(ProviderSettings):
         if not script:
             raise _invalid("provider=scripted needs a script: pass provider.script=FILE (a JSONL of steps)")
         if isinstance(script, str) and not Path(script).is_file():
-            raise _invalid(f"provider.script={script}: file not found; pass an existing JSONL file")
+            raise _invalid("file not found; pass an existing JSONL file")  # the key and value lead the line
         return script
 
 
