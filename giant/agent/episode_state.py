@@ -64,7 +64,7 @@ class RetryCounter:
             raise EpisodeEnd(status, f"{len(self.streak)} consecutive failures: " + "; ".join(self.streak))
 
 
-C = TypeVar("C", bound=BaseAgentConfig)
+C = TypeVar("C", bound=BaseAgentConfig, covariant=True)  # a mode may read its state as its base's
 
 
 class EpisodeState(Generic[C]):

@@ -28,7 +28,6 @@ Two rules end an item early, and they count different things so that neither eat
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 from giant.agent import instructions
 from giant.agent.config import RegionsConfig
@@ -49,8 +48,6 @@ from giant.llm.types import (
     TextPart,
 )
 
-R = TypeVar("R", bound=RegionsConfig)
-
 
 def crop_issues(box: Box, width: int, height: int) -> list[str]:
     """The rules a requested box breaks (an empty list: the box lies inside the slide)."""
@@ -68,7 +65,7 @@ def crop_issues(box: Box, width: int, height: int) -> list[str]:
     return issues
 
 
-async def overview(ep: EpisodeState[R]) -> Rendered:
+async def overview(ep: EpisodeState[RegionsConfig]) -> Rendered:
     """The step-0 image: the whole slide at S with its guides."""
     cfg = ep.cfg
     return await render_region(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pydantic import Field
 
@@ -51,21 +51,24 @@ class NavigationRules:
     budget: Literal["actions", "calls"]  # what T counts: executed crops/notes, or answered calls
 
 
-class NavigationMode(Mode[NavigationConfig]):
+N = TypeVar("N", bound=NavigationConfig)
+
+
+class NavigationMode(Mode[N]):
     table_rank = 10
     row_settings = ("max_steps", "crop_size")
 
-    def rules(self, cfg: NavigationConfig) -> NavigationRules:
+    def rules(self, cfg: N) -> NavigationRules:
         raise NotImplementedError
 
     def pacing(self, t: int) -> str:
         """The system prompt's line on how to spend the T steps."""
         return instructions.free_pacing()
 
-    def system_prompt(self, cfg: NavigationConfig, width: int, height: int) -> str:
+    def system_prompt(self, cfg: N, width: int, height: int) -> str:
         return instructions.system_prompt(cfg, width, height, pacing=self.pacing(cfg.max_steps))
 
-    async def run(self, ep: EpisodeState[NavigationConfig]) -> None:
+    async def run(self, ep: EpisodeState[N]) -> None:
         from giant.agent.loop import Navigator
 
         await Navigator(ep, self.rules(ep.cfg), self.system_prompt(ep.cfg, ep.width, ep.height)).run()
@@ -78,26 +81,26 @@ class NavigationMode(Mode[NavigationConfig]):
 
 
 @register
-class GiantMode(NavigationMode):
+class GiantMode(NavigationMode[GiantConfig]):
     """Practical: early answers accepted; at step T the model must answer."""
 
     name = "giant"
     settings = GiantConfig
     table_rank = 11
 
-    def rules(self, cfg: NavigationConfig) -> NavigationRules:
+    def rules(self, cfg: GiantConfig) -> NavigationRules:
         return NavigationRules(early_answer="accept", force_answer=True, attempts=1, budget="actions")
 
 
 @register
-class PaperMode(NavigationMode):
+class PaperMode(NavigationMode[PaperConfig]):
     """Fixed iterations: exactly T-1 crops, the answer at step T; early answers are rejected."""
 
     name = "paper"
     settings = PaperConfig
     table_rank = 12
 
-    def rules(self, cfg: NavigationConfig) -> NavigationRules:
+    def rules(self, cfg: PaperConfig) -> NavigationRules:
         return NavigationRules(early_answer="reject", force_answer=True, attempts=1, budget="actions")
 
     def pacing(self, t: int) -> str:
@@ -105,17 +108,16 @@ class PaperMode(NavigationMode):
 
 
 @register
-class AuthorsMode(NavigationMode):
+class AuthorsMode(NavigationMode[AuthorsConfig]):
     """The authors' code: no forced answer; T answered calls without an answer restart the episode."""
 
     name = "authors"
     settings = AuthorsConfig
     table_rank = 13
 
-    def rules(self, cfg: NavigationConfig) -> NavigationRules:
-        restarts = cfg.max_restarts if isinstance(cfg, AuthorsConfig) else 0
+    def rules(self, cfg: AuthorsConfig) -> NavigationRules:
         return NavigationRules(
-            early_answer="accept", force_answer=False, attempts=restarts + 1, budget="calls"
+            early_answer="accept", force_answer=False, attempts=cfg.max_restarts + 1, budget="calls"
         )
 
     def pacing(self, t: int) -> str:
