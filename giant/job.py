@@ -7,14 +7,13 @@ so it can be read top to bottom and tested without the CLI.
 from __future__ import annotations
 
 import asyncio
-import importlib
-import importlib.util
 import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from hydra.conf import HydraConf
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
@@ -24,10 +23,15 @@ from giant.core import Item
 from giant.data.defects import Defect
 from giant.errors import ConfigError
 from giant.eval.summary import Summary
+from giant.job_layout import TRAJECTORIES_DIR, JobLayout
+
+if TYPE_CHECKING:  # imported where used: a dry run never loads MLflow
+    from giant.tracking.mlflow_logger import JobRun
 
 log = logging.getLogger(__name__)
 
 RESUME_DIR = "resume"  # under paths.cache_dir: run key -> output directory and MLflow run id
+CONFIG_ARTIFACTS = "config"  # MLflow artifact folder of resolved_config.json and Hydra's files
 
 
 class JobData:
@@ -143,9 +147,10 @@ def run_job(cfg: DictConfig) -> float | None:
         )
         if stop.requested and not summary.complete:  # a stop after the last item changes nothing
             raise Interrupted(stop)
-        outputs = _write_outputs(settings, summary, out_dir)
+        layout = JobLayout(out_dir)
+        outputs = _write_outputs(settings, summary, layout)
         if job is not None:
-            _finish_tracking(job, settings, summary, out_dir, outputs)
+            _finish_tracking(job, settings, summary, layout, outputs)
     _report(settings, summary, out_dir, job.run_id if job else None)
     return summary.metric.point
 
@@ -164,10 +169,12 @@ def _dry_run(settings: RunSettings, data: JobData, out_dir: Path) -> None:
         out_dir=out_dir,
     )
     print(report.render())
-    print(f"dry run report: {out_dir / 'dry_run.json'}")
+    print(f"dry run report: {JobLayout(out_dir).dry_run}")
 
 
-def _start_tracking(settings: RunSettings, data: JobData, hydra_cfg: Any, resume_run_id: str | None) -> Any:
+def _start_tracking(
+    settings: RunSettings, data: JobData, hydra_cfg: HydraConf, resume_run_id: str | None
+) -> JobRun | None:
     if not settings.tracking.enabled:
         return None
     from giant.eval.provenance import git_commit
@@ -182,62 +189,58 @@ def _start_tracking(settings: RunSettings, data: JobData, hydra_cfg: Any, resume
         sweep_id=sweep.parent_run_id if sweep else "",
     )
     tags["overrides"] = " ".join(hydra_cfg.overrides.task)[:5000]
-    tags["output_dir"] = hydra_cfg.runtime.output_dir
+    tags["output_dir"] = str(hydra_cfg.runtime.output_dir)
     return JobRun.start(settings, tags=tags, sweep=sweep, resume_run_id=resume_run_id)
 
 
-def _write_outputs(settings: RunSettings, summary: Summary, out_dir: Path) -> dict[str, Path]:
+def _write_outputs(settings: RunSettings, summary: Summary, layout: JobLayout) -> dict[str, Path]:
     """The job folder's derived files, written with or without MLflow (tracking only uploads them):
     artifact path -> file. The trajectory.html pages go into the trajectory folders."""
     from giant.tracking.artifacts import write_confusion_matrix, write_defects, write_predictions
 
     files: dict[str, Path] = {}
-    predictions = write_predictions(out_dir / "results.jsonl", out_dir)
+    predictions = write_predictions(layout)
     if predictions is not None:
         files[predictions.name] = predictions
         if summary.metric_name == "balanced_accuracy":
-            matrix = write_confusion_matrix(
-                predictions, out_dir, title=f"{summary.benchmark} (n={summary.n_items})"
-            )
+            matrix = write_confusion_matrix(layout, title=f"{summary.benchmark} (n={summary.n_items})")
             if matrix is not None:
                 files[matrix.name] = matrix
-    defects = write_defects(summary.dataset_defects, out_dir)
+    defects = write_defects(summary.dataset_defects, layout)
     if defects is not None:
         files[defects.name] = defects
-    resolved = out_dir / "resolved_config.json"
+    resolved = layout.resolved_config
     resolved.write_text(json.dumps(settings.record(), indent=2) + "\n", encoding="utf-8")
-    files[f"config/{resolved.name}"] = resolved
-    _write_viewer_pages(out_dir / "trajectories")
+    files[f"{CONFIG_ARTIFACTS}/{resolved.name}"] = resolved
+    _write_viewer_pages(layout)
     return files
 
 
 def _finish_tracking(
-    job: Any, settings: RunSettings, summary: Summary, out_dir: Path, outputs: dict[str, Path]
+    job: JobRun, settings: RunSettings, summary: Summary, layout: JobLayout, outputs: dict[str, Path]
 ) -> None:
     job.log_summary(summary)
-    files = {name: out_dir / name for name in ("results.jsonl", "summary.json")}
-    files.update({log_file.name: log_file for log_file in out_dir.glob("*.log")})  # Hydra's job log
+    files = {path.name: path for path in (layout.results, layout.summary)}
+    files.update({log_file.name: log_file for log_file in layout.out_dir.glob("*.log")})  # Hydra's job log
     files.update(outputs)
-    for name in ("config.yaml", "overrides.yaml", "hydra.yaml"):
-        files[f"config/hydra/{name}"] = out_dir / ".hydra" / name
-    job.log_artifacts(files, {"trajectories": out_dir / "trajectories"})
+    files.update({f"{CONFIG_ARTIFACTS}/hydra/{path.name}": path for path in layout.hydra_files})
+    job.log_artifacts(files, {TRAJECTORIES_DIR: layout.trajectories})
     if settings.tracking.traces:
         from giant.tracking.traces import log_traces
 
-        log_traces(job, out_dir)
+        log_traces(job, layout.out_dir)
     job.finish()
 
 
-def _write_viewer_pages(trajectories: Path) -> None:
-    """trajectory.html in each trajectory folder, when the viewer module is installed."""
-    if not trajectories.is_dir() or importlib.util.find_spec("giant.tracking.viewer") is None:
-        return
-    viewer = importlib.import_module("giant.tracking.viewer")
-    for folder in sorted(path.parent for path in trajectories.rglob("trajectory.json")):
+def _write_viewer_pages(layout: JobLayout) -> None:
+    """trajectory.html in each trajectory folder."""
+    from giant.tracking.viewer import write_html
+
+    for path in layout.trajectory_files():
         try:
-            viewer.write_html(folder)
+            write_html(path.parent)
         except Exception as exc:  # a page is a convenience: never lose a run over it
-            log.warning("viewer: no trajectory.html for %s (%s)", folder.name, exc)
+            log.warning("viewer: no trajectory.html for %s (%s)", path.parent.name, exc)
 
 
 def _report(settings: RunSettings, summary: Summary, out_dir: Path, run_id: str | None) -> None:

@@ -67,8 +67,9 @@ def ask(cfg: DictConfig) -> None:
     from giant.data.prompts import render_prompt
     from giant.eval.scoring import score_trajectory
     from giant.eval.voting import TIE_RULES
+    from giant.job_layout import TRAJECTORY_FILE
     from giant.llm.factory import build_provider
-    from giant.tracking.viewer import TRAJECTORY_FILE, write_html
+    from giant.tracking.viewer import write_html
     from giant.wsi.slide import Slide, SlideError
 
     settings = settings_from(cfg)

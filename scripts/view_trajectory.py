@@ -12,7 +12,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from giant.tracking.viewer import TRAJECTORY_FILE, load_trajectory, write_html
+from giant.job_layout import TRAJECTORY_FILE
+from giant.tracking.viewer import load_trajectory, write_html
 
 
 def main(argv: list[str] | None = None) -> int:

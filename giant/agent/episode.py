@@ -18,11 +18,9 @@ from giant.agent.images import ImageStore
 from giant.agent.modes import mode_of
 from giant.agent.trajectory import Trajectory
 from giant.core import Item
+from giant.job_layout import REQUESTS_FILE, TRAJECTORY_FILE
 from giant.llm.types import Provider
 from giant.wsi.slide import Slide, SlideError
-
-TRAJECTORY_FILE = "trajectory.json"
-REQUESTS_FILE = "requests.jsonl"
 
 
 async def run_episode(

@@ -29,12 +29,12 @@ from giant.agent.modes import mode_of
 from giant.core import Item
 from giant.data.check import SlideRow, check_slides, first_lines
 from giant.data.slides import layout_counts
+from giant.job_layout import DRY_RUN_FILE, JobLayout
 from giant.llm.config import ProviderSettings
 from giant.llm.factory import provider_class
 from giant.llm.pricing import Pricing
 from giant.llm.types import Usage
 
-DRY_RUN_FILE = "dry_run.json"
 OUTPUT_TOKENS_PER_CALL = 400
 CHARS_PER_TOKEN = 4
 # A missing slide's size is unknown; it only changes the digits of the system prompt's size line.
@@ -145,7 +145,7 @@ def dry_run(
     )
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / DRY_RUN_FILE).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        JobLayout(out_dir).dry_run.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return report
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 from pathlib import Path
 from types import TracebackType
@@ -18,9 +17,6 @@ from pydantic import ValidationError
 
 from giant.errors import ConfigError
 from giant.llm.types import TokenCounts
-
-RESULTS_FILE = "results.jsonl"
-TRAJECTORIES_DIR = "trajectories"
 
 # Statuses beyond the agent's Trajectory.Status: decided by the runner, not the episode.
 SKIPPED = "skipped"  # missing slide with skip_missing=true: reported, never scored
@@ -53,16 +49,6 @@ class ResultRecord(TokenCounts):
     @property
     def slot(self) -> tuple[str, int]:
         return (self.key, self.run_index)
-
-
-def safe_key(key: str) -> str:
-    """A folder name for an item key ("tcga/TCGA-1" -> "tcga__TCGA-1"), portable across filesystems."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", key.replace("/", "__"))
-
-
-def trajectory_dir(key: str, run_index: int) -> str:
-    """Relative to the output directory: trajectories/<safe key>/run<k>."""
-    return f"{TRAJECTORIES_DIR}/{safe_key(key)}/run{run_index}"
 
 
 class ResultsWriter:

@@ -19,7 +19,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from giant.errors import ConfigError
-from giant.eval.results import RESULTS_FILE, SKIPPED, ResultRecord, latest_by_slot, read_results
+from giant.eval.results import SKIPPED, ResultRecord, latest_by_slot, read_results
+from giant.job_layout import RESULTS_FILE, JobLayout
 
 # Failures worth another attempt with retry_failed=true: the cause was outside the model's answer.
 RETRYABLE = frozenset(
@@ -57,7 +58,7 @@ class ResumeIndex:
             record = ResumeRecord.model_validate_json(path.read_text(encoding="utf-8"))
         except ValueError:
             raise ConfigError(f"{path}: corrupt resume index entry; delete the file to start fresh") from None
-        return record if (Path(record.out_dir) / RESULTS_FILE).is_file() else None
+        return record if JobLayout(Path(record.out_dir)).results.is_file() else None
 
     def record(self, key: str, out_dir: Path, mlflow_run_id: str | None = None) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -97,7 +98,7 @@ def carry_over(
     always dropped: whether a slide is missing is re-checked for free on every run. `out_dir` may equal
     `resume_from`: results.jsonl is then rewritten atomically without the torn or dropped lines.
     """
-    source = resume_from / RESULTS_FILE
+    source = JobLayout(resume_from).results
     if not source.is_file():
         raise ConfigError(
             f"resume_from={resume_from}: no {RESULTS_FILE} there; pass a run's output directory"
@@ -116,5 +117,5 @@ def carry_over(
                 if src.is_dir() and not dst.exists():
                     shutil.copytree(src, dst)
     text = "".join(record.model_dump_json() + "\n" for record in kept.values())
-    _write_atomic(out_dir / RESULTS_FILE, text)
+    _write_atomic(JobLayout(out_dir).results, text)
     return kept

@@ -32,7 +32,6 @@ from giant.errors import ConfigError
 from giant.eval.progress import Progress
 from giant.eval.provenance import build_provenance
 from giant.eval.results import (
-    RESULTS_FILE,
     RUNNER_ERROR,
     SKIPPED,
     UNPARSEABLE,
@@ -40,13 +39,13 @@ from giant.eval.results import (
     ResultsWriter,
     latest_by_slot,
     read_results,
-    trajectory_dir,
 )
 from giant.eval.resume import carry_over
 from giant.eval.scoring import score_trajectory
-from giant.eval.summarize import SUMMARY_FILE, summarize
+from giant.eval.summarize import summarize
 from giant.eval.summary import Summary
 from giant.interrupt import StopRequest
+from giant.job_layout import JobLayout, trajectory_dir
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider
 
 # After a stop request, how long calls already in flight may take to return: an answer that arrives
@@ -171,7 +170,8 @@ async def run_eval(
     dataset, metric_name = check_items(items)
     slots = {(item.key, k) for item in items for k in range(run.runs_per_item)}
     out_dir.mkdir(parents=True, exist_ok=True)
-    results_path = out_dir / RESULTS_FILE
+    layout = JobLayout(out_dir)
+    results_path = layout.results
     if resume_from is not None:
         done = carry_over(resume_from, out_dir, slots, retry_failed=run.retry_failed)
     elif results_path.is_file() and results_path.stat().st_size:
@@ -257,7 +257,7 @@ async def run_eval(
                 incomplete_reason=reason,
                 dataset_defects=dataset_defects,
             )
-            (out_dir / SUMMARY_FILE).write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+            layout.summary.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return summary
 
 

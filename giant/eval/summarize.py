@@ -23,7 +23,6 @@ from giant.eval.summary import Bootstrap, Provenance, Summary, Totals
 from giant.eval.voting import majority_vote
 from giant.llm.types import TokenCounts
 
-SUMMARY_FILE = "summary.json"
 _PATH = re.compile(r"(?<![\w<])(?:[A-Za-z]:)?[\w.~-]*[/\\][^\s,;:()'\"]+")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 

@@ -17,10 +17,8 @@ import pandas as pd
 
 from giant.data.defects import Defect
 from giant.eval.results import read_results
+from giant.job_layout import JobLayout
 
-PREDICTIONS_FILE = "predictions.csv"
-CONFUSION_FILE = "confusion_matrix.png"
-DEFECTS_FILE = "dataset_defects.json"
 COLUMNS = [
     "key",
     "benchmark",
@@ -42,14 +40,14 @@ COLUMNS = [
 NO_ANSWER = "none"
 
 
-def write_predictions(results_path: Path, out_dir: Path) -> Path | None:
+def write_predictions(layout: JobLayout) -> Path | None:
     """predictions.csv: one row per item-run, the latest record of each (a resumed run appends)."""
-    if not results_path.is_file():
+    if not layout.results.is_file():
         return None
-    records = read_results(results_path)
+    records = read_results(layout.results)
     frame = pd.DataFrame([record.model_dump() for record in records], columns=COLUMNS)
     frame = frame.drop_duplicates(subset=["key", "run_index"], keep="last")
-    path = out_dir / PREDICTIONS_FILE
+    path = layout.predictions
     frame.to_csv(path, index=False)
     return path
 
@@ -63,8 +61,9 @@ def confusion_table(predictions: pd.DataFrame) -> pd.DataFrame:
     return pd.crosstab(truth, predicted).reindex(index=labels, columns=columns, fill_value=0)
 
 
-def write_confusion_matrix(predictions_path: Path, out_dir: Path, *, title: str) -> Path | None:
-    frame = pd.read_csv(predictions_path)
+def write_confusion_matrix(layout: JobLayout, *, title: str) -> Path | None:
+    """confusion_matrix.png from predictions.csv (write_predictions first)."""
+    frame = pd.read_csv(layout.predictions)
     if frame.empty:
         return None
     table = confusion_table(frame)
@@ -83,17 +82,17 @@ def write_confusion_matrix(predictions_path: Path, out_dir: Path, *, title: str)
             color = "white" if value > peak / 2 else "black"
             ax.text(col, row, str(value), ha="center", va="center", color=color, fontsize=8)
     fig.tight_layout()
-    path = out_dir / CONFUSION_FILE
+    path = layout.confusion_matrix
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
 
 
-def write_defects(defects: Sequence[Defect], out_dir: Path) -> Path | None:
+def write_defects(defects: Sequence[Defect], layout: JobLayout) -> Path | None:
     """dataset_defects.json, the same list as summary.json's; none when the data had no defect."""
     if not defects:
         return None
-    path = out_dir / DEFECTS_FILE
+    path = layout.dataset_defects
     rows = [defect.model_dump(mode="json") for defect in defects]
     path.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     return path

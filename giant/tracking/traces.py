@@ -19,7 +19,8 @@ import mlflow
 from mlflow.entities import SpanType
 
 from giant.agent.trajectory import Call, Trajectory
-from giant.eval.results import RESULTS_FILE, latest_by_slot, read_results
+from giant.eval.results import latest_by_slot, read_results
+from giant.job_layout import TRAJECTORY_FILE, JobLayout
 from giant.tracking.mlflow_logger import JobRun
 from giant.tracking.secrets import scrub
 
@@ -31,12 +32,12 @@ NS = 1_000_000_000
 
 def log_traces(job: JobRun, out_dir: Path) -> int:
     """Write a trace for every item-run of the job that has a trajectory; returns how many."""
-    records = latest_by_slot(read_results(out_dir / RESULTS_FILE)).values()
+    records = latest_by_slot(read_results(JobLayout(out_dir).results)).values()
     mlflow.set_tracking_uri(job.settings.tracking.uri)
     experiment_id = job.client.get_run(job.run_id).info.experiment_id
     count = 0
     for record in records:
-        path = out_dir / record.trajectory / "trajectory.json" if record.trajectory else None
+        path = out_dir / record.trajectory / TRAJECTORY_FILE if record.trajectory else None
         if path is None or not path.is_file():
             continue
         trajectory = Trajectory.model_validate_json(path.read_text(encoding="utf-8"))

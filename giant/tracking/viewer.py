@@ -16,11 +16,10 @@ from typing import NamedTuple
 
 from giant.agent.trajectory import Call, Region, Trajectory
 from giant.core import Box
-from giant.eval.results import RESULTS_FILE, latest_by_slot, read_results
+from giant.eval.results import latest_by_slot, read_results
+from giant.job_layout import TRAJECTORY_FILE, TRAJECTORY_PAGE, JobLayout
 from giant.llm.types import AnswerAction, ConchAction, CropAction, NoteAction, Step, Usage
 
-TRAJECTORY_FILE = "trajectory.json"
-HTML_FILE = "trajectory.html"
 COLOURS = ("#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#9a6324")
 
 CSS = """
@@ -189,7 +188,7 @@ def render_html(
                 f"<b>{_e(traj.status)}</b>"
                 + (f" — {_e(traj.reason)}" if traj.reason and traj.reason != traj.status else ""),
             ),
-            ("answer", f"<pre>{_e(traj.answer)}</pre>" if traj.answer is not None else "<i>none</i>"),
+            ("answer", _answer(traj)),
             ("answer read as", _e(label) if label is not None else "<i>not scored</i>"),
             ("truth", _e(truth) if truth is not None else "<i>unknown</i>"),
             ("verdict", _verdict(correct)),
@@ -260,12 +259,23 @@ def _scored_result(folder: Path) -> Scored:
     (<out>/trajectories/<item>/run<k>): the trajectory itself does not know the truth."""
     folder = folder.resolve()
     for out_dir in list(folder.parents)[:3]:
-        results = out_dir / RESULTS_FILE
+        results = JobLayout(out_dir).results
         if results.is_file():
             found = _scored_by_folder(results, results.stat().st_mtime_ns).get(folder)
             if found is not None:
                 return found
     return Scored()
+
+
+def _answer(traj: Trajectory) -> str:
+    """The answer text, or in patch mode each patch's answer (eval votes over them)."""
+    if traj.patch_answers is not None:
+        lines = [
+            f"patch {n}: {text if text is not None else '(no answer)'}"
+            for n, text in enumerate(traj.patch_answers, 1)
+        ]
+        return f"<pre>{_e(chr(10).join(lines))}</pre>"
+    return f"<pre>{_e(traj.answer)}</pre>" if traj.answer is not None else "<i>none</i>"
 
 
 def load_trajectory(folder: Path) -> Trajectory:
@@ -285,7 +295,7 @@ def write_html(
     traj = traj if traj is not None else load_trajectory(folder)
     if truth is None and correct is None and label is None:
         truth, correct, label = _scored_result(folder)
-    path = folder / HTML_FILE
+    path = folder / TRAJECTORY_PAGE
     page = render_html(traj, folder, truth=truth, correct=correct, label=label)
     path.write_text(page, encoding="utf-8")
     return path

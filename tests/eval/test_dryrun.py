@@ -14,7 +14,8 @@ import pytest
 from giant.agent.modes.navigation import GiantConfig
 from giant.agent.modes.thumbnail import ThumbnailConfig
 from giant.core import Item
-from giant.eval.dryrun import DRY_RUN_FILE, DryRunReport, dry_run
+from giant.eval.dryrun import DryRunReport, dry_run
+from giant.job_layout import DRY_RUN_FILE
 from giant.llm.config import ProviderSettings, provider_settings
 from giant.llm.pricing import Pricing, Rates
 from tests.eval.runner_fixtures import make_items, write_slides

@@ -14,10 +14,11 @@ import pytest
 from giant import interrupt
 from giant.config import shipped_run_options
 from giant.core import Item
-from giant.eval.results import RESULTS_FILE, read_results
+from giant.eval.results import read_results
 from giant.eval.runner import STOP_GRACE_S, run_eval
 from giant.eval.summary import Summary
 from giant.interrupt import StopRequest, stop_on_signals
+from giant.job_layout import RESULTS_FILE
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider
 from tests.eval.runner_fixtures import AGENT, SLIDES, CountingProvider, FaultyProvider, make_items
 

@@ -11,6 +11,7 @@ from PIL import Image
 from giant.core import Item
 from giant.eval.results import ResultRecord, ResultsWriter
 from giant.job import select_items
+from giant.job_layout import JobLayout
 from giant.tracking.artifacts import confusion_table, write_confusion_matrix, write_predictions
 
 
@@ -28,8 +29,8 @@ def _record(key: str, label: int | None, truth: int, run_index: int = 0) -> Resu
 
 
 def test_predictions_keep_the_latest_record_and_matrix_counts_failures(tmp_path: Path) -> None:
-    results = tmp_path / "results.jsonl"
-    with ResultsWriter(results) as writer:
+    layout = JobLayout(tmp_path)
+    with ResultsWriter(layout.results) as writer:
         for record in (
             _record("d/1", None, 2),
             _record("d/2", 3, 3),
@@ -37,8 +38,8 @@ def test_predictions_keep_the_latest_record_and_matrix_counts_failures(tmp_path:
             _record("d/1", 2, 2),
         ):
             writer.append(record)
-    path = write_predictions(results, tmp_path)
-    assert path is not None
+    path = write_predictions(layout)
+    assert path == layout.predictions
     frame = pd.read_csv(path)
     assert len(frame) == 3  # the resumed d/1 replaces its failed first attempt
     assert frame.set_index("key").loc["d/1", "label"] == 2
@@ -47,9 +48,9 @@ def test_predictions_keep_the_latest_record_and_matrix_counts_failures(tmp_path:
     assert list(table.columns) == ["1", "2", "3", "5", "none"]
     assert table.loc["2", "2"] == 1 and table.loc["2", "1"] == 1 and table.loc["5", "none"] == 1
     assert int(table.to_numpy().sum()) == 4
-    png = write_confusion_matrix(path, tmp_path, title="demo_count")
-    assert png is not None and Image.open(png).format == "PNG"
-    assert write_predictions(tmp_path / "absent.jsonl", tmp_path) is None
+    png = write_confusion_matrix(layout, title="demo_count")
+    assert png == layout.confusion_matrix and Image.open(png).format == "PNG"
+    assert write_predictions(JobLayout(tmp_path / "absent")) is None
 
 
 def _items() -> list[Item]:

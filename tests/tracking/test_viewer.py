@@ -19,7 +19,8 @@ from giant.agent.modes.navigation import GiantConfig
 from giant.agent.modes.random_regions import RandomRegionsConfig
 from giant.agent.trajectory import Call, Region, Trajectory
 from giant.core import Box, Item
-from giant.eval.results import ResultRecord, ResultsWriter, trajectory_dir
+from giant.eval.results import ResultRecord, ResultsWriter
+from giant.job_layout import trajectory_dir
 from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.types import AnswerAction, Step, Usage
@@ -164,6 +165,18 @@ def test_errors_feedback_and_missing_images(tmp_path: Path) -> None:
     # a reply used after passing over chatter shows the note and the whole reply
     assert "<b>reply decoded</b>: extra text after the JSON ignored (18 chars)" in page
     assert "I hope this helps" in page
+
+
+def test_patch_answers_are_shown_per_patch(tmp_path: Path) -> None:
+    traj = hand_built(tmp_path).model_copy(
+        update={
+            "mode": "patch",
+            "patch_answers": ['{"answer": 3}', None, f"<b>{HOSTILE}"],
+            "status": "answered",
+        }
+    )
+    page = render_html(traj, tmp_path, label="3 (patch_vote)")
+    assert "patch 1: {&quot;answer&quot;: 3}\npatch 2: (no answer)\npatch 3: &lt;b&gt;" in page
 
 
 def test_truth_and_verdict_come_from_the_runs_results(tmp_path: Path) -> None:

@@ -1,0 +1,91 @@
+"""The one owner of a job folder's file names; every module that reads or writes a job's files
+asks a `JobLayout` instead of spelling a name.
+
+    <out_dir>/
+      results.jsonl          one line per finished item-run (giant.eval.results)
+      summary.json           the metric and its context (giant.eval.summarize)
+      predictions.csv        confusion_matrix.png  dataset_defects.json  resolved_config.json
+      dry_run.json           dry runs only
+      .hydra/                Hydra's config.yaml, overrides.yaml, hydra.yaml
+      trajectories/<safe key>/run<k>/
+        trajectory.json  trajectory.html  requests.jsonl  images
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+RESULTS_FILE = "results.jsonl"
+SUMMARY_FILE = "summary.json"
+PREDICTIONS_FILE = "predictions.csv"
+CONFUSION_FILE = "confusion_matrix.png"
+DEFECTS_FILE = "dataset_defects.json"
+RESOLVED_CONFIG_FILE = "resolved_config.json"
+DRY_RUN_FILE = "dry_run.json"
+HYDRA_DIR = ".hydra"
+HYDRA_FILES = ("config.yaml", "overrides.yaml", "hydra.yaml")
+TRAJECTORIES_DIR = "trajectories"
+# inside each trajectory folder
+TRAJECTORY_FILE = "trajectory.json"
+TRAJECTORY_PAGE = "trajectory.html"
+REQUESTS_FILE = "requests.jsonl"
+
+
+def safe_key(key: str) -> str:
+    """A folder name for an item key ("tcga/TCGA-1" -> "tcga__TCGA-1"), portable across filesystems."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", key.replace("/", "__"))
+
+
+def trajectory_dir(key: str, run_index: int) -> str:
+    """Relative to the output directory (as results.jsonl records it): trajectories/<safe key>/run<k>."""
+    return f"{TRAJECTORIES_DIR}/{safe_key(key)}/run{run_index}"
+
+
+@dataclass(frozen=True)
+class JobLayout:
+    out_dir: Path
+
+    @property
+    def results(self) -> Path:
+        return self.out_dir / RESULTS_FILE
+
+    @property
+    def summary(self) -> Path:
+        return self.out_dir / SUMMARY_FILE
+
+    @property
+    def predictions(self) -> Path:
+        return self.out_dir / PREDICTIONS_FILE
+
+    @property
+    def confusion_matrix(self) -> Path:
+        return self.out_dir / CONFUSION_FILE
+
+    @property
+    def dataset_defects(self) -> Path:
+        return self.out_dir / DEFECTS_FILE
+
+    @property
+    def resolved_config(self) -> Path:
+        return self.out_dir / RESOLVED_CONFIG_FILE
+
+    @property
+    def dry_run(self) -> Path:
+        return self.out_dir / DRY_RUN_FILE
+
+    @property
+    def hydra_files(self) -> list[Path]:
+        return [self.out_dir / HYDRA_DIR / name for name in HYDRA_FILES]
+
+    @property
+    def trajectories(self) -> Path:
+        return self.out_dir / TRAJECTORIES_DIR
+
+    def trajectory(self, key: str, run_index: int) -> Path:
+        return self.out_dir / trajectory_dir(key, run_index)
+
+    def trajectory_files(self) -> list[Path]:
+        """Every trajectory.json under trajectories/, in a stable order."""
+        return sorted(self.trajectories.rglob(TRAJECTORY_FILE)) if self.trajectories.is_dir() else []
