@@ -26,7 +26,7 @@ from pathlib import Path
 
 from giant.agent.config import AgentConfig
 from giant.agent.modes.navigation import GiantConfig
-from giant.config import shipped_run_options
+from giant.config import RunOptions, shipped
 from giant.core import Item
 from giant.eval.runner import run_eval
 from giant.llm.random_provider import format_answer
@@ -69,7 +69,7 @@ def timed_run(root: Path, items: list[Item], agent: AgentConfig, latency: float,
             wsi_root=root / "wsi",
             provider=LatencyProvider(latency, agent.crop_size),
             agent=agent,
-            run=shipped_run_options(concurrency=concurrency),
+            run=shipped(RunOptions, concurrency=concurrency),
             progress_bar=False,
             out_dir=out,
             config_hash="bench",

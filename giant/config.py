@@ -13,7 +13,7 @@ import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
@@ -49,16 +49,21 @@ class PathSettings(_Strict):
     multirun_dir: Path
 
 
+# Every default of a user-facing setting lives in conf/ (conf/config.yaml, conf/dataset_common.yaml,
+# conf/tracking/mlflow.yaml): the models below hold types and checks only, so a value is written once.
+# Code that builds a section without Hydra (tests, benchmarks) starts from the shipped file: shipped().
+
+
 class DatasetSettings(_Strict):
     name: str = Field(min_length=1)
     source: Literal["multipathqa", "demo"]
-    benchmark: str | None = None  # None: every task in the CSV
-    csv_path: Path | None = None  # None: Hugging Face download (multipathqa) or the generated demo CSV
-    hf_repo: str = "tbuckley/MultiPathQA"
-    hf_file: str = "MultiPathQA.csv"
-    wsi_root: Path | None = None  # None with the demo: the generated slides
-    slidebench_fix: Path | None = None
-    drop_defective: bool = False
+    benchmark: str | None  # None: every task in the CSV
+    csv_path: Path | None  # None: the Hub's copy (hf_repo/hf_file) or the generated demo CSV
+    hf_repo: str = Field(min_length=1)
+    hf_file: str = Field(min_length=1)
+    wsi_root: Path | None  # None with the demo: the generated slides
+    slidebench_fix: Path | None
+    drop_defective: bool
 
     @model_validator(mode="after")
     def _one_defect_policy(self) -> DatasetSettings:
@@ -70,20 +75,20 @@ class DatasetSettings(_Strict):
 class RunOptions(_Strict):
     """The top-level run keys of conf/config.yaml (names kept stable for scripts and docs)."""
 
-    seed: int = 0
-    runs_per_item: int = Field(1, ge=1, le=100)
-    concurrency: int = Field(8, ge=1, le=1024)
-    budget_usd: float | None = Field(None, gt=0)
-    dry_run: bool = False
-    limit: int | None = Field(None, ge=1)
-    item_ids: list[str] | None = None
-    retry_failed: bool = False
-    skip_missing: bool = False
-    resume: bool = True
-    bootstrap_replicates: int = Field(1000, ge=10)
-    tie_rule: Literal["lowest_run_index"] = "lowest_run_index"  # the one rule giant's votes use
-    panda_null_as_zero: bool = True
-    record_requests: bool = False
+    seed: int
+    runs_per_item: int = Field(ge=1, le=100)
+    concurrency: int = Field(ge=1, le=1024)
+    budget_usd: float | None = Field(gt=0)
+    dry_run: bool
+    limit: int | None = Field(ge=1)
+    item_ids: list[str] | None
+    retry_failed: bool
+    skip_missing: bool
+    resume: bool
+    bootstrap_replicates: int = Field(ge=10)
+    tie_rule: Literal["lowest_run_index"]  # the one rule giant's votes use
+    panda_null_as_zero: bool
+    record_requests: bool
 
     @field_validator("item_ids", mode="before")
     @classmethod
@@ -92,26 +97,14 @@ class RunOptions(_Strict):
         return [str(v) for v in value] if isinstance(value, list | tuple) else value
 
 
-def shipped_run_options(**changes: object) -> RunOptions:
-    """The run options as conf/config.yaml ships them, with `changes`: for code that calls the runner
-    without Hydra (tests, benchmarks), so the values still come from the one config file."""
-    shipped = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml"), resolve=False)
-    assert isinstance(shipped, dict)
-    values = {key: shipped[key] for key in RunOptions.model_fields if key in shipped}
-    try:
-        return RunOptions.model_validate({**values, **changes})
-    except ValidationError as exc:
-        raise ConfigError(one_line(exc)) from None
-
-
 class TrackingSettings(_Strict):
-    enabled: bool = True
+    enabled: bool
     uri: str = Field(min_length=1)
-    experiment: str = Field("giant", min_length=1)
-    artifact_location: str | None = None
-    run_name: str | None = None
-    traces: bool = False
-    max_param_length: int = Field(250, ge=16, le=6000)
+    experiment: str = Field(min_length=1)
+    artifact_location: str | None
+    run_name: str | None
+    traces: bool
+    max_param_length: int = Field(ge=16, le=6000)
 
     @model_validator(mode="after")
     def _absolute_sqlite(self) -> TrackingSettings:
@@ -178,6 +171,25 @@ class RunSettings(_Strict):
             data["dataset"].pop(key)
         text = json.dumps(data, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# Where the values of a section live in conf/.
+SHIPPED: dict[type[BaseModel], str] = {RunOptions: "config.yaml", TrackingSettings: "tracking/mlflow.yaml"}
+_Section = TypeVar("_Section", bound=BaseModel)
+
+
+def shipped(model: type[_Section], **changes: object) -> _Section:
+    """`model` with the values conf/ ships for it, then `changes`: for code that builds one section
+    without Hydra (tests, benchmarks), so the values still come from the one config file."""
+    loaded = OmegaConf.to_container(OmegaConf.load(CONF_DIR / SHIPPED[model]), resolve=False)
+    assert isinstance(loaded, dict)
+    picked = OmegaConf.create({key: loaded[key] for key in model.model_fields if key in loaded})
+    try:
+        values = OmegaConf.to_container(picked, resolve=True)
+        assert isinstance(values, dict)
+        return model.model_validate({**values, **changes})
+    except ValidationError as exc:
+        raise ConfigError(one_line(exc)) from None
 
 
 def resolve(cfg: DictConfig) -> dict[str, Any]:

@@ -45,21 +45,21 @@ class JobData:
 
 
 def load_data(settings: RunSettings) -> JobData:
-    from giant.data.multipathqa import load_multipathqa
+    from giant.data.multipathqa import HubFile, load_multipathqa
 
     ds = settings.dataset
-    csv_path, wsi_root = ds.csv_path, ds.wsi_root
-    if ds.source == "demo" and csv_path is None:
+    csv: Path | HubFile = ds.csv_path or HubFile(ds.hf_repo, ds.hf_file, settings.paths.cache_dir / "hf")
+    wsi_root = ds.wsi_root
+    if ds.source == "demo" and ds.csv_path is None:
         from giant.data.demo import build_demo
 
         demo = build_demo(settings.paths.cache_dir / "demo")
-        csv_path, wsi_root = demo.csv_path, demo.wsi_root
+        csv, wsi_root = demo.csv_path, demo.wsi_root
     dataset = load_multipathqa(
-        csv_path,
+        csv,
         benchmarks=[ds.benchmark] if ds.benchmark else None,
         slidebench_fix=ds.slidebench_fix,
         drop_defective=ds.drop_defective,
-        cache_dir=settings.paths.cache_dir / "hf",
     )
     for defect in dataset.defects:
         log.warning(

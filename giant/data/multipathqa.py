@@ -11,6 +11,7 @@ import ast
 import hashlib
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -22,8 +23,6 @@ from giant.data.defects import Defect
 from giant.data.prompts import render_prompt
 from giant.errors import ConfigError
 
-HF_REPO = "tbuckley/MultiPathQA"
-HF_FILENAME = "MultiPathQA.csv"
 REQUIRED_COLUMNS = (
     "benchmark_name",
     "benchmark_id",
@@ -66,21 +65,31 @@ class Dataset(BaseModel):
         return list(dict.fromkeys(item.benchmark for item in self.items))
 
 
+@dataclass(frozen=True)
+class HubFile:
+    """The CSV in a Hugging Face dataset repository (dataset.hf_repo / dataset.hf_file), downloaded
+    once into `cache_dir`."""
+
+    repo: str
+    filename: str
+    cache_dir: Path | None = None
+
+
 def load_multipathqa(
-    csv_path: Path | None,
+    csv: Path | HubFile,
     *,
     benchmarks: Sequence[str] | None = None,
     slidebench_fix: Path | None = None,
     drop_defective: bool = False,
-    cache_dir: Path | None = None,
 ) -> Dataset:
-    """Load, validate and render every row; `benchmarks` selects tasks (None = all in the CSV).
+    """Load, validate and render every row of a local CSV or one downloaded from the Hub; `benchmarks`
+    selects tasks (None = all in the CSV).
 
     `slidebench_fix` is the authors' slidebench_small.csv (columns ID, Question): defective rows get
     their real question from it; `drop_defective` removes defective rows that remain unrepaired.
     """
     path, source = (
-        (_existing(csv_path, "dataset.csv_path"), str(csv_path)) if csv_path else _download(cache_dir)
+        _download(csv) if isinstance(csv, HubFile) else (_existing(csv, "dataset.csv_path"), str(csv))
     )
     frame = _read_csv(path, REQUIRED_COLUMNS)
     rows: list[dict[str, str]] = [{str(k): str(v) for k, v in r.items()} for r in frame.to_dict("records")]
@@ -102,20 +111,20 @@ def _existing(path: Path, setting: str) -> Path:
     return Path(path)
 
 
-def _download(cache_dir: Path | None) -> tuple[Path, str]:
+def _download(hub: HubFile) -> tuple[Path, str]:
     from huggingface_hub import hf_hub_download
 
     try:
         local = hf_hub_download(
-            repo_id=HF_REPO, filename=HF_FILENAME, repo_type="dataset", cache_dir=cache_dir
+            repo_id=hub.repo, filename=hub.filename, repo_type="dataset", cache_dir=hub.cache_dir
         )
     except Exception as exc:  # offline, proxy, auth: all end the same way for the user
         first_line = (str(exc).splitlines() or [""])[0][:160]
         raise ConfigError(
-            f"could not download {HF_FILENAME} from the Hugging Face dataset {HF_REPO} "
-            f"({type(exc).__name__}: {first_line}); pass dataset.csv_path=/path/to/{HF_FILENAME}"
+            f"could not download {hub.filename} from the Hugging Face dataset {hub.repo} "
+            f"({type(exc).__name__}: {first_line}); pass dataset.csv_path=/path/to/{hub.filename}"
         ) from exc
-    return Path(local), f"hf://datasets/{HF_REPO}/{HF_FILENAME}"
+    return Path(local), f"hf://datasets/{hub.repo}/{hub.filename}"
 
 
 def _read_csv(path: Path, columns: Sequence[str]) -> pd.DataFrame:

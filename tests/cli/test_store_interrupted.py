@@ -44,10 +44,10 @@ CHILD = textwrap.dedent(
             os.kill(os.getpid(), signal.SIGKILL)
 
     if opener == "giant":
-        from giant.config import TrackingSettings
+        from giant.config import TrackingSettings, shipped
         from giant.tracking.mlflow_logger import open_experiment
 
-        open_experiment(TrackingSettings(uri=uri))
+        open_experiment(shipped(TrackingSettings, uri=uri))
     else:  # MLflow's own in-place creation, as `mlflow ui` or an older giant does it
         from mlflow.tracking import MlflowClient
 
@@ -211,7 +211,7 @@ def test_a_store_without_a_known_revision_names_the_file_and_both_fixes(
     tmp_path: Path, complete_store: Path, damage: str, found: str
 ) -> None:
     """No revision, or one this MLflow does not know: moving it aside and `mlflow db upgrade` are named."""
-    from giant.config import TrackingSettings
+    from giant.config import TrackingSettings, shipped
     from giant.errors import ConfigError
     from giant.tracking.mlflow_logger import open_experiment
 
@@ -221,7 +221,7 @@ def test_a_store_without_a_known_revision_names_the_file_and_both_fixes(
         conn.execute(damage)
     uri = f"sqlite:///{db}"
     with pytest.raises(ConfigError) as caught:
-        open_experiment(TrackingSettings(uri=uri))
+        open_experiment(shipped(TrackingSettings, uri=uri))
     message = str(caught.value)
     assert "\n" not in message and found in message
     assert f"mv {db} {db}.broken" in message and f"mlflow db upgrade {uri}" in message
@@ -229,10 +229,10 @@ def test_a_store_without_a_known_revision_names_the_file_and_both_fixes(
 
 def test_a_folder_where_the_store_should_be_is_one_line(tmp_path: Path) -> None:
     """MLflow would retry for minutes before failing with a traceback."""
-    from giant.config import TrackingSettings
+    from giant.config import TrackingSettings, shipped
     from giant.errors import ConfigError
     from giant.tracking.mlflow_logger import open_experiment
 
     (tmp_path / "mlflow.db").mkdir()
     with pytest.raises(ConfigError, match=r"mlflow.db is not a file"):
-        open_experiment(TrackingSettings(uri=f"sqlite:///{tmp_path / 'mlflow.db'}"))
+        open_experiment(shipped(TrackingSettings, uri=f"sqlite:///{tmp_path / 'mlflow.db'}"))

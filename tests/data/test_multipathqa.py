@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from giant.data.multipathqa import CSV_COLUMNS, load_multipathqa
+from giant.data.multipathqa import CSV_COLUMNS, HubFile, load_multipathqa
 from giant.errors import ConfigError
 
 DEFECT_IDS = {"17", "44", "45", "51", "52", "63", "70", "76", "102", "120"}
@@ -170,6 +170,6 @@ def test_offline_download_fails_in_one_line(tmp_path: Path, monkeypatch: pytest.
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(ConfigError) as info:
-        load_multipathqa(None, cache_dir=tmp_path / "hf")
+        load_multipathqa(HubFile("tbuckley/MultiPathQA", "MultiPathQA.csv", tmp_path / "hf"))
     message = str(info.value)
     assert "\n" not in message and "pass dataset.csv_path=" in message

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from giant.agent.config import AgentConfig
 from giant.agent.modes.navigation import GiantConfig
-from giant.config import shipped_run_options
+from giant.config import RunOptions, shipped
 from giant.core import Item
 from giant.eval.runner import run_eval
 from giant.eval.summary import Summary
@@ -76,9 +76,9 @@ async def evaluate(
     **settings: object,
 ) -> Summary:
     """run_eval with the tests' fixed hashes and no progress bar (unless `progress=True`); the other
-    `settings` change the run options conf/config.yaml ships (giant.config.shipped_run_options)."""
+    `settings` change the run options conf/config.yaml ships (giant.config.shipped)."""
     progress = bool(settings.pop("progress", False))
-    cfg = shipped_run_options(**settings)
+    cfg = shipped(RunOptions, **settings)
     return await run_eval(
         items,
         wsi_root=wsi_root,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from giant import interrupt
-from giant.config import shipped_run_options
+from giant.config import RunOptions, shipped
 from giant.core import Item
 from giant.eval.results import read_results
 from giant.eval.runner import STOP_GRACE_S, run_eval
@@ -50,7 +50,7 @@ async def _run(
         wsi_root=wsi_root,
         provider=provider,
         agent=AGENT,
-        run=shipped_run_options(**{"concurrency": 2, **settings}),
+        run=shipped(RunOptions, **{"concurrency": 2, **settings}),
         out_dir=out_dir,
         config_hash="c0ffee",
         dataset_hash="da7a",
