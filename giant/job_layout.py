@@ -9,6 +9,7 @@ asks a `JobLayout` instead of spelling a name.
       .hydra/                Hydra's config.yaml, overrides.yaml, hydra.yaml
       trajectories/<safe key>/run<k>/
         trajectory.json  trajectory.html  requests.jsonl  images
+    <sweep dir>/mlflow_sweep.json   a sweep's MLflow parent run, read by its jobs
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ TRAJECTORIES_DIR = "trajectories"
 TRAJECTORY_FILE = "trajectory.json"
 TRAJECTORY_PAGE = "trajectory.html"
 REQUESTS_FILE = "requests.jsonl"
+# in a sweep's folder (Hydra's multirun dir, above the job folders): how its jobs find their parent run
+SWEEP_FILE = "mlflow_sweep.json"
 
 
 def safe_key(key: str) -> str:

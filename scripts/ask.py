@@ -39,8 +39,8 @@ class AskSettings(BaseModel):
     model_config = ConfigDict(extra="ignore")  # `paths` only feeds interpolations
     slide: Path
     question: str = Field(min_length=1)
-    options: list[str] = Field(default_factory=list)
-    seed: int = 0
+    options: list[str]  # default and meaning: conf/ask.yaml
+    seed: int
     provider: ProviderConfig
     agent: AgentConfig
 

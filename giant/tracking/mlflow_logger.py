@@ -27,6 +27,7 @@ from giant.config import RunSettings, TrackingSettings
 from giant.core import Item
 from giant.errors import ConfigError
 from giant.eval.summary import Summary
+from giant.job_layout import SWEEP_FILE
 from giant.tracking.params import to_params
 from giant.tracking.secrets import contains_secret, scrub, secret_values
 from giant.tracking.store import ensure_sqlite_store, opening_store, sqlite_path
@@ -35,7 +36,6 @@ log = logging.getLogger(__name__)
 
 PARENT_TAG = "mlflow.parentRunId"
 ROLE_TAG = "giant.role"
-SWEEP_FILE = "mlflow_sweep.json"  # in the sweep directory: how jobs find their parent run
 BATCH = 100  # MLflow's log_batch accepts at most 100 params per call
 
 
