@@ -48,7 +48,7 @@ def task_answer(text: str) -> str:
 
 @dataclass
 class RetryCounter:
-    """Consecutive failures (transient, parse, refusal, invalid crop, unavailable tool): the item fails
+    """Consecutive failures (transient, parse, refusal, invalid crop): the item fails
     when `limit` happen in a row; any other reply resets the streak (paper_facts §10). Rule violations
     (a crop when the answer is due, a rejected early answer) have their own limit, max_corrections."""
 

@@ -195,4 +195,3 @@ EXTRA_CROP_SKIPPED = (
     "Not executed: your step budget for crops was already used by the earlier crops of this turn."
 )
 NOTE_RECORDED = "Note recorded."
-TOOL_UNAVAILABLE = "That tool is not available in this run; crop a region or answer."

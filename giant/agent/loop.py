@@ -20,7 +20,7 @@ Two rules end an item early, and they count different things so that neither eat
   a turn (T-1 crops, then max_corrections + 1 violations), and `Trajectory.corrections` records how
   many corrective messages were sent. A turn holding several crops is one violation.
 - Failures (paper_facts §10, §13): a call that fails (transient, parse, refusal) or an action that
-  cannot be executed (an invalid box in strict mode, an unavailable tool). `max_retries` of them in
+  cannot be executed (an invalid box in strict mode). `max_retries` of them in
   a row fail the item with retries_exhausted; any other reply (an executed action, or a violation,
   which the correction rule judges) ends the streak.
 """
@@ -218,14 +218,6 @@ class Navigator:
                 state.steps += 1
                 ep.steps += 1
                 replies.append(_Reply(step.call_id, [TextPart(text=instructions.NOTE_RECORDED)]))
-            else:
-                reject(
-                    step,
-                    instructions.TOOL_UNAVAILABLE,
-                    self._failure_status(state),
-                    f"unavailable tool {action.type}",
-                )
-                continue
             self.counter.reset()
             failure = None  # the streak is judged by the turn's last action
 

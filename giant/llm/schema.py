@@ -18,7 +18,6 @@ from pydantic import BaseModel, ValidationError
 from giant.llm.types import (
     AnswerAction,
     CallContext,
-    ConchAction,
     CropAction,
     NoteAction,
     ParseError,
@@ -29,7 +28,6 @@ ACTION_MODELS: dict[str, type[BaseModel]] = {
     "crop": CropAction,
     "answer": AnswerAction,
     "note": NoteAction,
-    "conch": ConchAction,
 }
 
 # Guidance for the model only; constraints come from the pydantic models.
@@ -41,7 +39,6 @@ _HINTS = {
     "width": "crop: width, level-0 pixels (null for other actions).",
     "height": "crop: height, level-0 pixels (null for other actions).",
     "text": "answer: the final report and response; note: the observation (null for other actions).",
-    "hypotheses": "conch: text hypotheses to score against the current crop (null for other actions).",
 }
 
 
@@ -187,12 +184,6 @@ TOOLS: dict[str, Tool] = {
             {"x0": "x", "y0": "y", "w": "width", "h": "height"},
         ),
         Tool("note", "note", "Record an observation to keep in mind.", {"observation": "text"}),
-        Tool(
-            "conch",
-            "conch",
-            "Score text hypotheses against the current image with the CONCH pathology model.",
-            {"hypotheses": "hypotheses"},
-        ),
     )
 }
 TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS.values()}

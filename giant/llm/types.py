@@ -44,15 +44,7 @@ class NoteAction(BaseModel):
     text: NonEmptyStr
 
 
-class ConchAction(BaseModel):
-    """Reserved for the CONCH tool (paper Table 3): text hypotheses scored against the current crop."""
-
-    model_config = ConfigDict(extra="forbid")
-    type: Literal["conch"] = "conch"
-    hypotheses: list[NonEmptyStr] = Field(min_length=1)
-
-
-Action = Annotated[CropAction | AnswerAction | NoteAction | ConchAction, Field(discriminator="type")]
+Action = Annotated[CropAction | AnswerAction | NoteAction, Field(discriminator="type")]
 
 
 class Step(BaseModel):
@@ -172,8 +164,8 @@ class CallContext(BaseModel):
     answer_space: AnswerSpace
     must_answer: bool = False  # the final step (or a forced answer): a crop will be rejected
     allow_crop: bool = True  # False for one-shot modes (thumbnail, patch)
-    # Actions beyond crop and answer the model is offered (schema enum / tools): the note tool, CONCH.
-    extra_actions: tuple[Literal["note", "conch"], ...] = ()
+    # Actions beyond crop and answer the model is offered (schema enum / tools): the note tool.
+    extra_actions: tuple[Literal["note"], ...] = ()
     record_path: str | None = None  # if set, append the sanitized request and response here (JSONL)
 
 

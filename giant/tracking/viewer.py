@@ -18,7 +18,7 @@ from giant.agent.trajectory import Call, Region, Trajectory
 from giant.core import Box
 from giant.eval.results import latest_by_slot, read_results
 from giant.job_layout import TRAJECTORY_FILE, TRAJECTORY_PAGE, JobLayout
-from giant.llm.types import AnswerAction, ConchAction, CropAction, NoteAction, Step, Usage
+from giant.llm.types import AnswerAction, CropAction, NoteAction, Step, Usage
 
 COLOURS = ("#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#9a6324")
 
@@ -89,8 +89,6 @@ def _action(step: Step) -> str:
         return f"<b>answer</b><pre>{_e(action.text)}</pre>"
     if isinstance(action, NoteAction):
         return f"<b>note</b> {_e(action.text)}"
-    if isinstance(action, ConchAction):
-        return "<b>conch</b> " + _e("; ".join(action.hypotheses))
     return f"<b>{_e(action.type)}</b>"
 
 

@@ -114,7 +114,6 @@ def step_json(action: dict[str, Any], reasoning: str = "I see tumour on the left
         "width": None,
         "height": None,
         "text": None,
-        "hypotheses": None,
     }
     return json.dumps({"reasoning": reasoning, "action": {**flat, **action}})
 

@@ -17,7 +17,6 @@ from giant.llm.schema import step_schema
 from giant.llm.types import (
     AnswerAction,
     AssistantMessage,
-    ConchAction,
     Conversation,
     CropAction,
     NoteAction,
@@ -117,16 +116,6 @@ def test_step_tool_input_with_the_action_as_a_json_string_is_decoded() -> None:
     ]
     assert turn.decode_note == "JSON string decoded in action"
     assert json.dumps(stringified) in turn.raw_text
-
-
-def test_tools_mode_stringified_nested_input_is_decoded() -> None:
-    hypotheses = tool_use("conch", {"hypotheses": '["tumour", "stroma"]'}, "toolu_c")
-    api = MockAPI(messages_body(text_block("Score these."), hypotheses, stop_reason="tool_use"))
-    turn = call(api, cfg=TOOLS_CFG, ctx=make_ctx(extra_actions=("conch",)))
-    assert turn.steps == [
-        Step(reasoning="Score these.", action=ConchAction(hypotheses=["tumour", "stroma"]), call_id="toolu_c")
-    ]
-    assert turn.decode_note == "JSON string decoded in hypotheses"
 
 
 MESSY = messy_replies(json.dumps(CROP_INPUT), json.dumps({**CROP_INPUT, "action": {**CROP, "y": -22000}}))

@@ -15,7 +15,7 @@ from giant.llm.config import provider_settings
 from giant.llm.decode import decode_arguments, decode_step, decode_tool_call, json_objects, step_value
 from giant.llm.factory import build_provider
 from giant.llm.schema import TOOLS, Tool, step_schema
-from giant.llm.types import AnswerAction, ConchAction, CropAction, ParseError
+from giant.llm.types import AnswerAction, CropAction, ParseError
 from giant.wsi.synthetic import write_synthetic_slide
 from tests.eval.runner_fixtures import make_items
 from tests.llm.mock_api import MockAPI, message, messy_replies, responses_body, step_json
@@ -23,7 +23,7 @@ from tests.llm.mock_api import MockAPI, message, messy_replies, responses_body, 
 CROP = {"type": "crop", "x": 10, "y": 20, "width": 30, "height": 40}
 VALID = step_json(CROP)
 INVALID = step_json({**CROP, "y": -22000})
-ALL_KINDS = step_schema(("crop", "answer", "note", "conch"))
+ALL_KINDS = step_schema(("crop", "answer", "note"))
 
 
 def test_a_clean_reply_has_no_note() -> None:
@@ -93,14 +93,17 @@ def test_decode_arguments_follows_the_schema_not_the_look_of_the_string() -> Non
     paths: list[str] = []
     value = {
         "reasoning": '{"looks": "like json"}',
-        "action": json.dumps({"type": "conch", "hypotheses": '["tumour", "stroma"]', "text": "[1, 2]"}),
+        "action": json.dumps({"type": "note", "text": "[1, 2]"}),
     }
     out = decode_arguments(value, ALL_KINDS, paths)
     assert out == {
         "reasoning": '{"looks": "like json"}',  # a string field: kept although it is valid JSON
-        "action": {"type": "conch", "hypotheses": ["tumour", "stroma"], "text": "[1, 2]"},
+        "action": {"type": "note", "text": "[1, 2]"},  # decoded object; its string field stays
     }
-    assert paths == ["action", "action.hypotheses"]
+    assert paths == ["action"]
+    tags = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}}}}
+    assert decode_arguments({"tags": '["tumour", "stroma"]'}, tags, paths) == {"tags": ["tumour", "stroma"]}
+    assert paths == ["action", "tags"]
     broken = {"reasoning": "r", "action": '{"type": "crop", "x": '}
     assert decode_arguments(broken, ALL_KINDS) == broken  # left for validation to name
     assert decode_arguments({"reasoning": "r", "action": CROP}, ALL_KINDS) == {
@@ -122,9 +125,6 @@ def test_tool_calls_decode_text_and_object_arguments() -> None:
     repeated = decode_tool_call(zoom, json.dumps(args) * 2, "raw")
     assert repeated.value == CropAction(x=1, y=2, width=3, height=4)
     assert repeated.note == f"extra text after the JSON ignored ({len(json.dumps(args))} chars)"
-    conch = decode_tool_call(TOOLS["conch"], {"hypotheses": '["a", "b"]'}, "raw")
-    assert conch.value == ConchAction(hypotheses=["a", "b"])
-    assert conch.note == "JSON string decoded in hypotheses"
     with pytest.raises(ParseError, match="slide_zoom: arguments are not a JSON object") as err:
         decode_tool_call(zoom, "x0=1", "slide_zoom(x0=1)")
     assert err.value.raw_text == "slide_zoom(x0=1)"

@@ -20,7 +20,6 @@ from giant.llm.runtime import estimate_tokens
 from giant.llm.types import (
     AnswerAction,
     AssistantMessage,
-    ConchAction,
     CropAction,
     FatalProviderError,
     NoteAction,
@@ -96,12 +95,11 @@ def test_structured_final_step_offers_only_the_answer() -> None:
         (CROP, CropAction(x=100, y=200, width=3000, height=2000)),
         ({"type": "answer", "text": "<report>r</report>"}, AnswerAction(text="<report>r</report>")),
         ({"type": "note", "text": "mitoses"}, NoteAction(text="mitoses")),
-        ({"type": "conch", "hypotheses": ["a", "b"]}, ConchAction(hypotheses=["a", "b"])),
     ],
 )
 def test_structured_parses_each_action(action: dict[str, Any], expected: object) -> None:
     api = MockAPI(responses_body(message(step_json(action))))
-    turn = call(api, CFG, ctx=make_ctx(extra_actions=("note", "conch")))
+    turn = call(api, CFG, ctx=make_ctx(extra_actions=("note",)))
     assert [s.action for s in turn.steps] == [expected]
     assert turn.steps[0].reasoning == "I see tumour on the left."
     assert turn.raw_text == step_json(action)
@@ -277,19 +275,6 @@ def test_structured_action_sent_as_a_json_string_is_decoded() -> None:
     turn = call(MockAPI(responses_body(message(reply))), CFG)
     assert turn.steps[0].action == CropAction(x=100, y=200, width=3000, height=2000)
     assert turn.decode_note == "JSON string decoded in action"
-
-
-def test_tools_stringified_nested_arguments_are_decoded() -> None:
-    hypotheses = function_call("conch", {"hypotheses": json.dumps(["tumour", "stroma"])}, "c1")
-    zoom = function_call("slide_zoom", {"x0": 1, "y0": 2, "w": 30, "h": 40}, "c2")
-    turn = call(
-        MockAPI(responses_body(hypotheses, zoom)), cfg=TOOLS_CFG, ctx=make_ctx(extra_actions=("conch",))
-    )
-    assert [s.action for s in turn.steps] == [
-        ConchAction(hypotheses=["tumour", "stroma"]),
-        CropAction(x=1, y=2, width=30, height=40),
-    ]
-    assert turn.decode_note == "conch: JSON string decoded in hypotheses"
 
 
 def test_tools_history_renders_calls_and_their_results() -> None:

@@ -16,7 +16,7 @@ from giant.llm.schema import (
 from giant.llm.types import CropAction, NoteAction, ParseError, Step
 from tests.llm.conftest import make_ctx
 
-ALL = ("crop", "answer", "note", "conch")
+ALL = ("crop", "answer", "note")
 CONSTRAINT_KEYS = {"minimum", "exclusiveMinimum", "maximum", "minLength", "maxLength", "minItems", "pattern"}
 
 
@@ -54,7 +54,7 @@ def test_every_pydantic_constraint_is_in_the_schema() -> None:
                 continue
             assert constraints(action[name]) == constraints(prop), name
             checked += bool(constraints(prop))
-    assert checked == 7  # x, y, width, height, text (answer and note), hypotheses
+    assert checked == 6  # x, y, width, height, text (answer and note)
     reasoning = Step.model_json_schema()["properties"]["reasoning"]
     assert constraints(schema["properties"]["reasoning"]) == constraints(reasoning)
 
@@ -66,7 +66,6 @@ def test_the_design_note_bounds_are_present() -> None:
     assert action["x"]["minimum"] == 0 and action["y"]["minimum"] == 0
     assert action["width"]["exclusiveMinimum"] == 0 and action["height"]["exclusiveMinimum"] == 0
     assert action["text"]["minLength"] == 1
-    assert action["hypotheses"]["minItems"] == 1 and action["hypotheses"]["items"]["minLength"] == 1
 
 
 def test_strict_mode_rules_hold() -> None:
@@ -107,13 +106,12 @@ def test_tool_parameters_carry_the_same_constraints() -> None:
 
 
 def test_flattened_reply_is_validated_by_pydantic() -> None:
-    nulls = {"x": None, "y": None, "width": None, "height": None, "hypotheses": None}
+    nulls = {"x": None, "y": None, "width": None, "height": None}
     step = step_from_data({"reasoning": "r", "action": {"type": "note", "text": "t", **nulls}}, "raw")
     assert step.action == NoteAction(text="t")
     for bad in (
         {"reasoning": "", "action": {"type": "note", "text": "t"}},
         {"reasoning": "r", "action": {"type": "crop", "x": 0, "y": 0, "width": 0, "height": 5}},
-        {"reasoning": "r", "action": {"type": "conch", "hypotheses": []}},
         {"reasoning": "r", "action": {"type": "answer", "text": None}},
         {"reasoning": "r", "action": {"type": "jump"}},
         {"reasoning": "r"},
