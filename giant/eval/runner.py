@@ -34,14 +34,13 @@ from giant.eval.provenance import build_provenance
 from giant.eval.results import (
     RUNNER_ERROR,
     SKIPPED,
-    UNPARSEABLE,
     ResultRecord,
     ResultsWriter,
     latest_by_slot,
     read_results,
 )
 from giant.eval.resume import carry_over
-from giant.eval.scoring import score_trajectory
+from giant.eval.scoring import outcome_fields, score_trajectory
 from giant.eval.summarize import summarize
 from giant.eval.summary import Summary
 from giant.interrupt import StopRequest
@@ -343,12 +342,5 @@ def _scored_record(
         scored = score_trajectory(
             trajectory, item, tie_rule=run.tie_rule, panda_null_as_zero=run.panda_null_as_zero
         )
-        fields["method"] = scored.method
-        fields["patch_labels"] = scored.patch_labels
-        if scored.label is None:
-            fields["status"] = UNPARSEABLE
-            fields["reason"] = f"unparseable answer: {scored.detail or scored.method}"
-        else:
-            fields["label"] = scored.label
-            fields["correct"] = scored.label == item.truth
+        fields.update(outcome_fields(scored, item))
     return _record(item, run_index, run, **fields)

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from giant.agent.trajectory import Trajectory
 from giant.core import Item
 from giant.eval.answers import extract_label
+from giant.eval.results import UNPARSEABLE
 from giant.eval.voting import majority_vote
 
 PATCH_VOTE = "patch_vote"  # the extraction method recorded for a vote over patch answers
@@ -26,17 +27,42 @@ class Scored(BaseModel):
 
 def score_trajectory(traj: Trajectory, item: Item, *, tie_rule: str, panda_null_as_zero: bool) -> Scored:
     """The label of an answered episode: its answer read, or its patch answers read and voted."""
-    if traj.patch_answers is None:
+    return score_answers(
+        traj.answer, traj.patch_answers, item, tie_rule=tie_rule, panda_null_as_zero=panda_null_as_zero
+    )
+
+
+def score_answers(
+    answer: str | None,
+    patch_answers: list[str | None] | None,
+    item: Item,
+    *,
+    tie_rule: str,
+    panda_null_as_zero: bool,
+) -> Scored:
+    """The answer text (or, in patch mode, the patch answer texts) read and voted: what an episode
+    recorded is all a score needs, so a finished run can be re-scored without its trajectories."""
+    if patch_answers is None:
         found = extract_label(
-            traj.answer or "", item.benchmark, item.options, panda_null_as_zero=panda_null_as_zero
+            answer or "", item.benchmark, item.options, panda_null_as_zero=panda_null_as_zero
         )
         return Scored(label=found.label, method=found.method, detail=found.detail)
     labels = [
         None
         if text is None
         else extract_label(text, item.benchmark, item.options, panda_null_as_zero=panda_null_as_zero).label
-        for text in traj.patch_answers
+        for text in patch_answers
     ]
     winner = majority_vote(labels, tie_rule)
     detail = "" if winner is not None else f"none of the {len(labels)} patch answers gave a valid label"
     return Scored(label=winner, method=PATCH_VOTE, detail=detail, patch_labels=labels)
+
+
+def outcome_fields(scored: Scored, item: Item) -> dict[str, object]:
+    """A scored answer as result-record fields: an answer without a label is `unparseable`."""
+    fields: dict[str, object] = {"method": scored.method, "patch_labels": scored.patch_labels}
+    if scored.label is None:
+        fields.update(status=UNPARSEABLE, reason=f"unparseable answer: {scored.detail or scored.method}")
+    else:
+        fields.update(label=scored.label, correct=scored.label == item.truth)
+    return fields
