@@ -111,6 +111,7 @@ def run_job(cfg: DictConfig) -> float | None:
     from giant.eval.resume import ResumeIndex, run_key
     from giant.eval.runner import run_eval
     from giant.llm.factory import build_provider
+    from giant.llm.pricing import Pricing
 
     provider = build_provider(settings.provider)
     config_hash = settings.config_hash()
@@ -143,14 +144,15 @@ def run_job(cfg: DictConfig) -> float | None:
                 resume_from=resume_from,
                 stop=stop,
                 dataset_defects=data.defects,
+                pricing=Pricing.load(settings.provider.pricing_file),
             )
         )
         if stop.requested and not summary.complete:  # a stop after the last item changes nothing
             raise Interrupted(stop)
         layout = JobLayout(out_dir)
-        outputs = _write_outputs(settings, summary, layout)
+        outputs = write_outputs(settings, summary, layout)
         if job is not None:
-            _finish_tracking(job, settings, summary, layout, outputs)
+            finish_tracking(job, settings, summary, layout, outputs)
     _report(settings, summary, out_dir, job.run_id if job else None)
     return summary.metric.point
 
@@ -193,7 +195,7 @@ def _start_tracking(
     return JobRun.start(settings, tags=tags, sweep=sweep, resume_run_id=resume_run_id)
 
 
-def _write_outputs(settings: RunSettings, summary: Summary, layout: JobLayout) -> dict[str, Path]:
+def write_outputs(settings: RunSettings, summary: Summary, layout: JobLayout) -> dict[str, Path]:
     """The job folder's derived files, written with or without MLflow (tracking only uploads them):
     artifact path -> file. The trajectory.html pages go into the trajectory folders."""
     from giant.tracking.artifacts import write_confusion_matrix, write_defects, write_predictions
@@ -216,7 +218,7 @@ def _write_outputs(settings: RunSettings, summary: Summary, layout: JobLayout) -
     return files
 
 
-def _finish_tracking(
+def finish_tracking(
     job: JobRun, settings: RunSettings, summary: Summary, layout: JobLayout, outputs: dict[str, Path]
 ) -> None:
     job.log_summary(summary)

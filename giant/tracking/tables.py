@@ -28,6 +28,11 @@ from giant.tracking.published import CAVEAT, PUBLISHED_MODEL, TABLE1, TASK_TITLE
 log = logging.getLogger(__name__)
 
 SKIP_ROLES = frozenset({"sweep", "report"})  # parent and report runs carry no task metric
+# A re-score (scripts/rescore.py) is tagged with the run it re-scores and when that run's
+# configuration first ran: it takes its source's place in time, so it replaces its source (and
+# earlier re-scores of it) in a cell, while a newer run of the same configuration replaces both.
+RESCORE_TAG = "giant.rescore_of"
+SOURCE_START_TAG = "giant.source_start_time"
 MISSING = "-"
 UNKNOWN_RANK = 1000  # rows of a mode no longer registered go last
 
@@ -47,7 +52,13 @@ class RunRecord(BaseModel):
     mean: float
     std: float
     complete: bool = True  # False: a budget stop or interruption left items unrun
-    start_time: int = 0
+    start_time: int = 0  # a re-score: its source's start time
+    rescored_at: int = 0  # a re-score: its own start time (0: not a re-score)
+
+    @property
+    def order(self) -> tuple[int, int]:
+        """Which of two runs of a cell is newer (see RESCORE_TAG)."""
+        return (self.start_time, self.rescored_at)
 
     @property
     def T(self) -> int | None:
@@ -141,7 +152,8 @@ def _record(run: Run) -> RunRecord | None:
         mean=metrics["metric_boot_mean"],
         std=metrics["metric_boot_std"],
         complete=tags.get("status") != "incomplete",
-        start_time=run.info.start_time or 0,
+        start_time=_int_or_none(tags.get(SOURCE_START_TAG)) or run.info.start_time or 0,
+        rescored_at=(run.info.start_time or 0) if RESCORE_TAG in tags else 0,
     )
 
 
@@ -190,7 +202,7 @@ def latest_per_row_and_task(records: Iterable[RunRecord]) -> tuple[list[RunRecor
     for rec in records:
         total += 1
         key = (*rec.row_key, rec.task)
-        if key not in newest or rec.start_time > newest[key].start_time:
+        if key not in newest or rec.order > newest[key].order:
             newest[key] = rec
     return list(newest.values()), total - len(newest)
 

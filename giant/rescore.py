@@ -1,0 +1,270 @@
+"""One re-score, end to end: a finished job (its folder or its MLflow run) -> its items -> the
+recorded answers scored again -> a new job folder and a new MLflow run tagged as a re-score.
+
+No provider is built or checked: the source's provider settings are recorded as they were (a
+scripted run whose script moved, or an API run on a machine without the key, re-scores the same).
+scripts/rescore.py only hands the composed config here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from hydra.core.hydra_config import HydraConfig
+from mlflow.exceptions import MlflowException
+from omegaconf import DictConfig
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from giant.agent.config import parse_agent
+from giant.config import (
+    DatasetSettings,
+    PathSettings,
+    RunOptions,
+    RunSettings,
+    TrackingSettings,
+    one_line,
+    resolve,
+)
+from giant.errors import ConfigError
+from giant.eval.rescore import SCORING_KEYS, changed_record, rescore_records, rescore_summary
+from giant.eval.results import ResultRecord, ResultsWriter, read_results
+from giant.eval.summary import Summary
+from giant.job import CONFIG_ARTIFACTS, JobData, finish_tracking, load_data, write_outputs
+from giant.job_layout import JobLayout
+from giant.llm.config import ProviderConfig, settings_class
+from giant.tracking.tables import RESCORE_TAG, SOURCE_START_TAG
+
+RUN_ID = re.compile(r"[0-9a-f]{32}")
+FIX = "pass source=<a job folder holding results.jsonl> or source=<an MLflow run id>"
+# Tags of the source run that describe that run, not its configuration: not copied to the re-score.
+RUN_ONLY_TAGS = frozenset({"status", "output_dir", "overrides", "interruption", "failure", "config_hash"})
+
+
+class RescoreSettings(BaseModel):
+    """conf/rescore.yaml validated once (defaults and meanings there; None keeps the source's)."""
+
+    model_config = ConfigDict(extra="ignore")  # `paths` only feeds interpolations
+    source: str
+    tie_rule: str | None
+    panda_null_as_zero: bool | None
+    bootstrap_replicates: int | None
+    tracking: TrackingSettings
+
+    @classmethod
+    def from_config(cls, cfg: DictConfig) -> RescoreSettings:
+        data = resolve(cfg)
+        if data.get("source") in (None, ""):
+            raise ConfigError(f"source is required: {FIX}")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(one_line(exc)) from None
+
+
+@dataclass
+class Source:
+    """What a re-score reads of a finished job."""
+
+    where: str  # the folder or run id as given
+    records: list[ResultRecord]
+    summary: Summary
+    config: dict[str, Any]  # resolved_config.json
+    run_id: str | None = None  # its MLflow run, when it has one
+    tags: dict[str, str] = field(default_factory=dict)
+    start_time: int | None = None  # when the source's configuration first ran (ms)
+
+
+def rescore_job(cfg: DictConfig) -> float:
+    """Re-score in Hydra's run directory; returns the new main metric."""
+    options = RescoreSettings.from_config(cfg)
+    source = load_source(options.source, options.tracking)
+    changes = {key: getattr(options, key) for key in SCORING_KEYS}
+    record = changed_record(source.config, changes)
+    record["tracking"] = options.tracking.model_dump(mode="json")
+    settings = settings_of(record)
+    data = _items(settings, source)
+    run = settings.run
+    records = rescore_records(
+        source.records, data.items, tie_rule=run.tie_rule, panda_null_as_zero=run.panda_null_as_zero
+    )
+    summary = rescore_summary(
+        records,
+        data.items,
+        source.summary,
+        runs_per_item=run.runs_per_item,
+        seed=run.seed,
+        tie_rule=run.tie_rule,
+        panda_null_as_zero=run.panda_null_as_zero,
+        replicates=run.bootstrap_replicates,
+    )
+    out_dir = Path(HydraConfig.get().runtime.output_dir)
+    layout = JobLayout(out_dir)
+    with ResultsWriter(layout.results) as writer:
+        for rescored in records:
+            writer.append(rescored)
+    layout.summary.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    outputs = write_outputs(settings, summary, layout)
+    run_id = _track(settings, source, data, summary, layout, outputs) if settings.tracking.enabled else None
+    before = source.summary.metric.point
+    where = f"; MLflow run {run_id}" if run_id else ""
+    print(
+        f"rescore of {source.where}: {summary.benchmark} {summary.metric_name} {before:.3f} -> "
+        f"{summary.metric.point:.3f} ± {summary.metric.std:.3f} (n={summary.n_items}, "
+        f"tie_rule={run.tie_rule}, panda_null_as_zero={run.panda_null_as_zero}) -> {out_dir}{where}"
+    )
+    return summary.metric.point
+
+
+def settings_of(record: dict[str, Any]) -> RunSettings:
+    """A job's settings from its resolved_config.json. The provider section is taken as recorded,
+    not validated: a re-score never builds the provider, so its script or key need not exist."""
+    data = dict(record)
+    sections = {key: data.pop(key, None) for key in ("paths", "provider", "dataset", "agent", "tracking")}
+    try:
+        provider = sections["provider"] or {}
+        return RunSettings.model_construct(
+            paths=PathSettings.model_validate(sections["paths"]),
+            provider=cast(
+                "ProviderConfig", settings_class(str(provider.get("name"))).model_construct(**provider)
+            ),
+            dataset=DatasetSettings.model_validate(sections["dataset"]),
+            agent=parse_agent(sections["agent"] or {}),
+            run=RunOptions.model_validate(data),
+            tracking=TrackingSettings.model_validate(sections["tracking"]),
+        )
+    except ValidationError as exc:
+        raise ConfigError(one_line(exc)) from None
+
+
+def load_source(where: str, tracking: TrackingSettings) -> Source:
+    folder = Path(where).expanduser()
+    if folder.is_dir():
+        source = _read_folder(where, folder)
+        if tracking.enabled:
+            _attach_run(source, folder, tracking)
+        return source
+    if RUN_ID.fullmatch(where):
+        return _download_run(where, tracking)
+    raise ConfigError(f"source={where}: no such job folder, and not an MLflow run id; {FIX}")
+
+
+def _read_folder(where: str, folder: Path) -> Source:
+    layout = JobLayout(folder)
+    files = (layout.results, layout.summary, layout.resolved_config)
+    missing = [path.name for path in files if not path.is_file()]
+    if missing:
+        raise ConfigError(f"source={where}: {', '.join(missing)} missing, not a finished job folder; {FIX}")
+    try:
+        summary = Summary.model_validate_json(layout.summary.read_text(encoding="utf-8"))
+        config = json.loads(layout.resolved_config.read_text(encoding="utf-8"))
+    except (ValueError, ValidationError) as exc:
+        raise ConfigError(
+            f"source={where}: unreadable job record ({str(exc).splitlines()[0]}); {FIX}"
+        ) from None
+    return Source(where, read_results(layout.results), summary, config)
+
+
+def _attach_run(source: Source, folder: Path, tracking: TrackingSettings) -> None:
+    """The MLflow run that logged the folder (tag output_dir), so the re-score can point at it."""
+    from giant.tracking.mlflow_logger import open_experiment
+
+    client, experiment_id = open_experiment(tracking)
+    runs = client.search_runs(
+        [experiment_id],
+        f"tags.output_dir = '{folder.resolve()}'",
+        order_by=["attributes.start_time DESC"],
+        max_results=1,
+    )
+    if runs:
+        _take_run(source, runs[0])
+
+
+def _take_run(source: Source, run: Any) -> None:
+    source.run_id = run.info.run_id
+    source.tags = dict(run.data.tags)
+    source.start_time = int(source.tags.get(SOURCE_START_TAG) or run.info.start_time or 0)
+
+
+def _download_run(run_id: str, tracking: TrackingSettings) -> Source:
+    from giant.tracking.mlflow_logger import open_experiment
+
+    if not tracking.enabled:
+        raise ConfigError(f"source={run_id}: an MLflow run id needs tracking.enabled=true to read the run")
+    client, _ = open_experiment(tracking)
+    try:
+        run = client.get_run(run_id)
+    except MlflowException:
+        raise ConfigError(f"source={run_id}: no such MLflow run at {tracking.uri}; {FIX}") from None
+    with tempfile.TemporaryDirectory(prefix="giant-rescore-") as tmp:
+        layout = JobLayout(Path(tmp))
+        wanted = {
+            layout.results.name: layout.results,
+            layout.summary.name: layout.summary,
+            f"{CONFIG_ARTIFACTS}/{layout.resolved_config.name}": layout.resolved_config,
+        }
+        for name, target in wanted.items():
+            try:  # each into a folder of its own: MLflow keeps or drops the artifact's folder by store
+                local = client.download_artifacts(run_id, name, tempfile.mkdtemp(dir=tmp))
+            except (MlflowException, OSError):
+                raise ConfigError(
+                    f"source={run_id}: the run has no {name} artifact (it did not finish); {FIX}"
+                ) from None
+            Path(local).replace(target)
+        source = _read_folder(run_id, Path(tmp))
+    _take_run(source, run)
+    return source
+
+
+def _items(settings: RunSettings, source: Source) -> JobData:
+    """The source's items, loaded as it loaded them; refused when the data changed since."""
+    try:
+        data = load_data(settings)
+    except OSError as exc:
+        raise ConfigError(f"source={source.where}: its dataset cannot be loaded ({exc}); {FIX}") from None
+    recorded = source.summary.provenance.dataset_hash
+    if data.dataset_hash != recorded:
+        raise ConfigError(
+            f"source={source.where}: the dataset changed since the run (hash {data.dataset_hash}, "
+            f"the run had {recorded}); re-score with the data the run used"
+        )
+    return data
+
+
+def _track(
+    settings: RunSettings,
+    source: Source,
+    data: JobData,
+    summary: Summary,
+    layout: JobLayout,
+    outputs: dict[str, Path],
+) -> str:
+    from giant.tracking.mlflow_logger import JobRun, job_tags, run_name, tracked
+
+    copied = {key: value for key, value in source.tags.items() if not key.startswith("mlflow.")}
+    tags = {key: value for key, value in copied.items() if key not in RUN_ONLY_TAGS}
+    tags.update(
+        job_tags(
+            settings,
+            data.items,
+            dataset_hash=data.dataset_hash,
+            git_commit=summary.provenance.git_commit,
+            sweep_id=source.tags.get("sweep_id", ""),
+        )
+    )
+    tags[RESCORE_TAG] = source.run_id or str(Path(source.where).resolve())
+    if source.start_time:
+        tags[SOURCE_START_TAG] = str(source.start_time)
+    tags["output_dir"] = str(layout.out_dir)
+    tags["overrides"] = " ".join(HydraConfig.get().overrides.task)[:5000]
+    if not settings.tracking.run_name:
+        name = f"{run_name(settings, summary.benchmark)}-rescore"
+        settings.tracking = settings.tracking.model_copy(update={"run_name": name})
+    job = JobRun.start(settings, tags=tags, sweep=None)
+    with tracked(job):
+        finish_tracking(job, settings, summary, layout, outputs)
+    return job.run_id

@@ -1,0 +1,45 @@
+"""Score a finished job again from its recorded answers, with other scoring settings; no provider call.
+
+python scripts/rescore.py source=outputs/2026-01-01/12-00-00 panda_null_as_zero=false
+python scripts/rescore.py source=<MLflow run id> bootstrap_replicates=10000
+
+Writes results.jsonl (re-scored), summary.json, predictions.csv and the confusion matrix into a new
+folder (outputs/rescore/<date>/<time>/, or hydra.run.dir=...) and logs a new MLflow run tagged
+giant.rescore_of=<source run>, which scripts/make_tables.py uses in its source's place.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from giant.config import check_group_choices, check_override_keys
+from giant.errors import ConfigError
+
+EXIT_CONFIG = 2  # a bad source or setting, as scripts/run_eval.py
+
+
+def fail(message: str) -> None:
+    print(f"rescore: {message}", file=sys.stderr)
+    sys.exit(EXIT_CONFIG)
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="rescore")
+def main(cfg: DictConfig) -> None:
+    from giant.rescore import rescore_job
+
+    try:
+        rescore_job(cfg)
+    except ConfigError as err:
+        fail(str(err))
+
+
+if __name__ == "__main__":
+    try:
+        check_group_choices(sys.argv[1:])
+        check_override_keys(sys.argv[1:], "rescore")
+    except ConfigError as err:
+        fail(str(err))
+    main()
