@@ -111,6 +111,7 @@ def run_job(cfg: DictConfig) -> float | None:
     from giant.eval.resume import ResumeIndex, run_key
     from giant.eval.runner import run_eval
     from giant.llm.factory import build_provider
+    from giant.llm.pricing import Pricing
 
     provider = build_provider(settings.provider)
     config_hash = settings.config_hash()
@@ -143,6 +144,7 @@ def run_job(cfg: DictConfig) -> float | None:
                 resume_from=resume_from,
                 stop=stop,
                 dataset_defects=data.defects,
+                pricing=Pricing.load(settings.provider.pricing_file),
             )
         )
         if stop.requested and not summary.complete:  # a stop after the last item changes nothing

@@ -131,7 +131,9 @@ async def run_patch(ep: EpisodeState[PatchConfig]) -> None:
     for patch, where in zip(patches, asked, strict=True):
         ep.add_region(where.first_call, patch)
         ep.crops += 1
-    fatal = next((r for r in results if isinstance(r, EpisodeEnd) and r.status == "provider_error"), None)
+    # A fatal error or a budget stop ends the item whatever the other patches answered.
+    ending = ("provider_error", "budget_exceeded")
+    fatal = next((r for r in results if isinstance(r, EpisodeEnd) and r.status in ending), None)
     if fatal is not None:
         raise fatal
     if all(isinstance(r, EpisodeEnd) for r in results):

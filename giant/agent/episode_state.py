@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from giant.agent.config import BaseAgentConfig
 from giant.agent.images import ImageStore, Rendered
@@ -64,6 +64,13 @@ class RetryCounter:
             raise EpisodeEnd(status, f"{len(self.streak)} consecutive failures: " + "; ".join(self.streak))
 
 
+@runtime_checkable
+class Reserving(Protocol):
+    """A provider that can tell a request's expected cost before it is sent (giant.eval.budget)."""
+
+    def reservation_usd(self, conversation: Conversation) -> float | None: ...
+
+
 C = TypeVar("C", bound=BaseAgentConfig, covariant=True)  # a mode may read its state as its base's
 
 
@@ -95,6 +102,7 @@ class EpisodeState(Generic[C]):
         self.crops = 0  # regions shown besides the overview
         self._next_index = 1
         self._pending: dict[int, int] = {}  # call index -> attempt, for calls cut by the timeout
+        self._last_reservation = 0.0  # the expected cost of the latest call, for budget_reached
 
     @property
     def width(self) -> int:
@@ -111,9 +119,39 @@ class EpisodeState(Generic[C]):
     def spent_usd(self) -> float:
         return sum(call.usage.cost_usd or 0.0 for call in self.traj.calls)
 
+    def reservation(self, conversation: Conversation) -> float:
+        """A call's expected cost: the provider's estimate when it has one (the runner's budget
+        wrapper), else the mean cost of this episode's calls so far."""
+        if isinstance(self.provider, Reserving):
+            estimate = self.provider.reservation_usd(conversation)
+            if estimate is not None:
+                return estimate
+        return self._mean_cost()
+
+    def _mean_cost(self) -> float:
+        costs = [call.usage.cost_usd or 0.0 for call in self.traj.calls]
+        return sum(costs) / len(costs) if costs else 0.0
+
     def budget_reached(self) -> bool:
+        """True when the item budget leaves room for one more call but not two: the next call must
+        be the answer."""
         budget = self.cfg.item_budget_usd
-        return budget is not None and self.spent_usd() >= budget
+        if budget is None:
+            return False
+        expected = max(self._last_reservation, self._mean_cost())
+        return self.spent_usd() + 2 * expected > budget + 1e-9
+
+    def _check_item_budget(self, conversation: Conversation, index: int) -> None:
+        """Stop before the call that would pass the item budget, not after it."""
+        budget = self.cfg.item_budget_usd
+        self._last_reservation = reserve = self.reservation(conversation)
+        spent = self.spent_usd()
+        if budget is not None and spent + reserve > budget + 1e-9:
+            raise EpisodeEnd(
+                "budget_exceeded",
+                f"stopped before call {index}: ${spent:.4f} spent + ~${reserve:.4f} for the call would pass "
+                f"the ${budget:g} item budget (agent.item_budget_usd)",
+            )
 
     async def call(
         self,
@@ -125,7 +163,8 @@ class EpisodeState(Generic[C]):
         attempt: int = 0,
     ) -> tuple[Call, ModelTurn | None]:
         """One provider call, recorded. Returns the turn, or None after a retryable error; a fatal
-        provider error ends the episode."""
+        provider error ends the episode; so does the item budget when this call would pass it."""
+        self._check_item_budget(conversation, self._next_index)
         index = self._next_index
         self._next_index += 1
         self._pending[index] = attempt
@@ -207,7 +246,7 @@ class EpisodeState(Generic[C]):
         if budget_forced:
             self.traj.status = "budget_exceeded"
             self.traj.reason = (
-                f"answered after the ${self.cfg.item_budget_usd:g} budget was reached "
+                f"answered when the ${self.cfg.item_budget_usd:g} item budget left room for one more call "
                 f"(spent ${self.spent_usd():.4f}); scored incorrect"
             )
         else:

@@ -27,6 +27,10 @@ RETRYABLE = frozenset(
     {"transient", "timeout", "provider_error", "retries_exhausted", "slide_missing", "runner_error"}
 )
 
+# Never carried over: a skipped item-run is re-checked for free, and one stopped by a budget continues
+# when the rerun's budget allows (its paid calls replay from the ledger).
+UNFINISHED = frozenset({SKIPPED, "budget_exceeded"})
+
 
 def run_key(config_hash: str, dataset_hash: str) -> str:
     return hashlib.sha256(f"{config_hash}\n{dataset_hash}".encode()).hexdigest()[:16]
@@ -94,8 +98,8 @@ def carry_over(
     """Copy the finished item-runs of `resume_from` into `out_dir`; return them by (key, run index).
 
     Only slots of the current run count (a record for an item no longer in the data is dropped);
-    with retry_failed, retryable failures are dropped too so they run again. Skipped item-runs are
-    always dropped: whether a slide is missing is re-checked for free on every run. `out_dir` may equal
+    with retry_failed, retryable failures are dropped too so they run again. Skipped and
+    budget-stopped item-runs are always dropped (UNFINISHED). `out_dir` may equal
     `resume_from`: results.jsonl is then rewritten atomically without the torn or dropped lines.
     """
     source = JobLayout(resume_from).results
@@ -106,7 +110,9 @@ def carry_over(
     kept = {
         slot: record
         for slot, record in latest_by_slot(read_results(source)).items()
-        if slot in slots and record.status != SKIPPED and not (retry_failed and record.status in RETRYABLE)
+        if slot in slots
+        and record.status not in UNFINISHED
+        and not (retry_failed and record.status in RETRYABLE)
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     same_dir = resume_from.resolve() == out_dir.resolve()

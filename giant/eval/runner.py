@@ -29,6 +29,7 @@ from giant.core import Item
 from giant.data.defects import Defect
 from giant.data.slides import SlideLocation, SlideMissingError, locate_all
 from giant.errors import ConfigError
+from giant.eval.budget import BudgetedProvider, CallPricer, RunBudget
 from giant.eval.progress import Progress
 from giant.eval.provenance import build_provenance
 from giant.eval.results import (
@@ -45,6 +46,7 @@ from giant.eval.summarize import summarize
 from giant.eval.summary import Summary
 from giant.interrupt import StopRequest
 from giant.job_layout import JobLayout, trajectory_dir
+from giant.llm.pricing import Pricing
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider
 
 # After a stop request, how long calls already in flight may take to return: an answer that arrives
@@ -104,44 +106,10 @@ async def _cut_after_grace(
         episode.cancel()
 
 
-class _Budget:
-    """Dollar accounting across concurrent item-runs; decides whether another one may start.
-
-    A model without a price (cost None) counts as $0: the budget cannot stop such a run, and the
-    summary's cost says "unknown" (None) rather than a guess.
-    """
-
-    def __init__(self, limit: float | None, done: Sequence[ResultRecord]) -> None:
-        self.limit = limit
-        self.spent = 0.0
-        self.paid_runs = 0
-        self.in_flight = 0
-        self.stop_reason = ""
-        for record in done:
-            self.add(record)
-
-    def add(self, record: ResultRecord) -> None:
-        if record.calls:  # only item-runs that called the provider inform the estimate
-            self.spent += record.dollars or 0.0
-            self.paid_runs += 1
-
-    def may_start(self, remaining: int) -> bool:
-        """False (and a reason) when the next item-run, at the mean cost so far, could exceed the limit.
-
-        Running item-runs are counted at the same estimate: they are already committed.
-        """
-        if self.stop_reason:
-            return False
-        if self.limit is None:
-            return True
-        estimate = self.spent / self.paid_runs if self.paid_runs else 0.0
-        if self.spent + (self.in_flight + 1) * estimate <= self.limit and self.spent < self.limit:
-            return True
-        self.stop_reason = (
-            f"budget stop: ${self.spent:.4f} spent of ${self.limit:.4f} with ~${estimate:.4f} per item-run; "
-            f"{remaining} item-runs not started"
-        )
-        return False
+def _budget(limit: float | None, provider: Provider, pricing: Pricing | None, spent: float) -> RunBudget:
+    """The run budget for this provider: its model's prices and its class's image-token rule."""
+    image_tokens = getattr(type(provider), "image_tokens", None)
+    return RunBudget(limit, CallPricer(provider.model, pricing, image_tokens), spent=spent)
 
 
 async def run_eval(
@@ -159,13 +127,15 @@ async def run_eval(
     dataset_defects: Sequence[Defect] = (),
     progress_bar: bool = True,
     stop_grace_s: float = STOP_GRACE_S,
+    pricing: Pricing | None = None,
 ) -> Summary:
     """Run every pending item-run, write results.jsonl, trajectories/ and summary.json in `out_dir`.
 
     `run` is the run part of the validated settings (giant.config.RunOptions), taken as it is.
     `stop` (giant.interrupt) ends the run early and cleanly; the summary then says it is incomplete;
     calls in flight then get `stop_grace_s` to return. `dataset_defects` (the loader's report on
-    `items`) is recorded in summary.json."""
+    `items`) is recorded in summary.json. `pricing` prices each call's reservation against
+    `run.budget_usd` (giant.eval.budget); without it a call is expected to cost the mean so far."""
     dataset, metric_name = check_items(items)
     slots = {(item.key, k) for item in items for k in range(run.runs_per_item)}
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -183,7 +153,7 @@ async def run_eval(
     started = time.perf_counter()
     located = await asyncio.to_thread(locate_all, wsi_root, items)  # once per item, off the event loop
     slides = {key: loc.path if isinstance(loc, SlideLocation) else loc for key, loc in located.items()}
-    budget = _Budget(run.budget_usd, list(done.values()))
+    budget = _budget(run.budget_usd, provider, pricing, sum(r.dollars or 0.0 for r in done.values()))
     todo = [(item, k) for k in range(run.runs_per_item) for item in items if (item.key, k) not in done]
     # Skipping is decided up front: a skipped item-run costs nothing and starts no episode.
     skipped = [(item, k) for item, k in todo if run.skip_missing and _is_missing(slides[item.key])]
@@ -191,7 +161,7 @@ async def run_eval(
     pending = deque((item, k) for item, k in todo if (item.key, k) not in skipped_slots)
     progress = Progress(total=len(slots), done=list(done.values()), enabled=progress_bar)
     stop = stop if stop is not None else StopRequest()
-    gated = _Gated(provider, stop)
+    gated = BudgetedProvider(_Gated(provider, stop), budget)
     episodes: set[asyncio.Task[ResultRecord]] = set()
     stopped = ""
     with ResultsWriter(results_path) as writer, progress:
@@ -201,9 +171,8 @@ async def run_eval(
             progress.update(record)
 
         async def worker() -> None:
-            while pending and not stop.requested and budget.may_start(len(pending)):
+            while pending and not stop.requested and not budget.exhausted():
                 item, k = pending.popleft()
-                budget.in_flight += 1
                 episode = asyncio.create_task(_run_one(item, k, slides[item.key], gated, agent, run, out_dir))
                 episodes.add(episode)
                 try:
@@ -215,8 +184,11 @@ async def run_eval(
                     raise
                 finally:
                     episodes.discard(episode)
-                    budget.in_flight -= 1
-                budget.add(record)  # before the write's await: a budget check must see this cost
+                if record.status == "budget_exceeded" and not record.calls and budget.refusal:
+                    pending.append((item, k))  # the run budget refused its first call: never started
+                    if record.trajectory:
+                        await asyncio.to_thread(shutil.rmtree, out_dir / record.trajectory, True)
+                    continue
                 await asyncio.to_thread(writer.append, record)
                 progress.update(record)
 
@@ -239,7 +211,7 @@ async def run_eval(
             left = len(slots - set(latest_by_slot(records)))
             if stop.requested and left and not stopped:
                 stopped = f"interrupted by {stop.reason}; {left} item-runs left for the resumed run"
-            reason = stopped or budget.stop_reason
+            reason = stopped or _budget_stop(budget, len(pending))
             summary = summarize(
                 records,
                 items,
@@ -258,6 +230,13 @@ async def run_eval(
             )
             layout.summary.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return summary
+
+
+def _budget_stop(budget: RunBudget, not_started: int) -> str:
+    if not budget.exhausted() or budget.limit is None:
+        return ""
+    why = budget.refusal or f"${budget.spent:.4f} spent of ${budget.limit:g}"
+    return f"budget stop: {why}; {not_started} item-runs not started"
 
 
 def _record(item: Item, run_index: int, run: RunOptions, **fields: object) -> ResultRecord:

@@ -35,20 +35,24 @@ _CHARS_PER_TOKEN = 4
 _PIXELS_PER_TOKEN = 750  # Anthropic's published estimate; close enough for OpenAI high detail too
 
 
-def estimate_tokens(conversation: Conversation) -> int:
-    """A rough input size for the tokens-per-minute limiter (the real count arrives after the call)."""
+def estimate_tokens(conversation: Conversation, image_tokens: Callable[[int, int], int] | None = None) -> int:
+    """A rough input size for the tokens-per-minute limiter and the budget's reservation (the real
+    count arrives after the call). `image_tokens` is the provider's own rule (giant.llm.image_tokens);
+    without it an image counts pixels / 750."""
     chars = len(conversation.system or "")
-    pixels = 0
+    pixels = images = 0
     for message in conversation.messages:
         if isinstance(message, UserMessage):
             for part in message.parts:
                 if isinstance(part, TextPart):
                     chars += len(part.text)
+                elif image_tokens is not None:
+                    images += image_tokens(part.image.width, part.image.height)
                 else:
                     pixels += part.image.width * part.image.height
         else:
             chars += len(message.raw_text) or sum(len(s.model_dump_json()) for s in message.steps)
-    return chars // _CHARS_PER_TOKEN + pixels // _PIXELS_PER_TOKEN + 1
+    return chars // _CHARS_PER_TOKEN + pixels // _PIXELS_PER_TOKEN + images + 1
 
 
 def count(obj: Any, *path: str) -> int:

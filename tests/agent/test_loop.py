@@ -242,14 +242,15 @@ def test_images_are_stored_once_by_hash(tmp_path: Path, item: Item, slide_path: 
 
 
 def test_budget_forces_the_answer_and_marks_the_item(tmp_path: Path, item: Item, slide_path: Path) -> None:
-    lines = [crop(0, 0, 1000, 1000), crop(10, 10, 1000, 1000), crop(0, 0, 500, 500), answer(2)]
+    # After one $0.01 call a $0.02 budget has room for one more: it must be the answer.
+    lines = [crop(0, 0, 1000, 1000), answer(2), crop(0, 0, 500, 500)]
     provider = scripted(tmp_path, lines, cost_per_call=0.01)
     traj = run(item, slide_path, provider, max_steps=10, item_budget_usd=0.02)
     assert traj.status == "budget_exceeded"
     assert traj.answer == '{"answer": 2}'  # recorded, though scored incorrect
-    assert [ctx.must_answer for _, ctx in provider.sent] == [False, False, True, True]
-    assert "cost budget for this question ($0.02) is used up" in texts(provider.sent[2][0])
-    assert traj.totals.cost_usd is not None and abs(traj.totals.cost_usd - 0.04) < 1e-9
+    assert [ctx.must_answer for _, ctx in provider.sent] == [False, True]
+    assert "cost budget for this question ($0.02) is used up" in texts(provider.sent[1][0])
+    assert traj.totals.cost_usd is not None and abs(traj.totals.cost_usd - 0.02) < 1e-9
 
 
 def test_timeout_interrupts_a_hung_call(tmp_path: Path, item: Item, slide_path: Path) -> None:
