@@ -15,8 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from giant.core import Item
 from giant.data.demo import build_demo
 from giant.data.multipathqa import CSV_COLUMNS
+from giant.eval.rescore import rescore_records
+from giant.eval.results import ResultRecord
 from giant.tracking.tables import RunRecord, latest_per_row_and_task
 from tests.cli.test_run_eval import MAKE_TABLES, ROOT, Env
 
@@ -173,3 +176,21 @@ def test_a_rescore_replaces_its_source_but_not_a_newer_run() -> None:
     rescore = _record("rescore", 100, 0.1, rescored_at=300)  # logged last, in its source's place
     assert [r.run_id for r in latest_per_row_and_task([source, rescore])[0]] == ["rescore"]
     assert [r.run_id for r in latest_per_row_and_task([source, newer, rescore])[0]] == ["newer"]
+
+
+def test_patch_answers_are_read_and_voted_again() -> None:
+    item = Item(
+        benchmark="panda", benchmark_id="1", image_path="a.svs", prompt="?", truth=2, metric="accuracy"
+    )
+    common = {"key": item.key, "benchmark": "panda", "seed": 0, "truth": 2}
+    patches = ['{"isup_grade": null}', '{"isup_grade": 2}', None]
+    voted = ResultRecord(  # as the runner wrote it with panda_null_as_zero=true: a 0-2 tie, 0 first
+        **common, run_index=0, prediction=json.dumps(patches), label=0, method="patch_vote",
+        patch_labels=[0, 2, None], status="answered",
+    )  # fmt: skip
+    failed = ResultRecord(**common, run_index=1, status="provider_error", reason="timeout")
+    again = rescore_records([voted, failed], [item], tie_rule="lowest_run_index", panda_null_as_zero=False)
+    assert (again[0].label, again[0].correct, again[0].patch_labels) == (2, True, [None, 2, None])
+    assert again[1] == failed  # no answer was recorded: nothing to score
+    back = rescore_records(again, [item], tie_rule="lowest_run_index", panda_null_as_zero=True)
+    assert back[0].label == 0 and back[0].correct is False
