@@ -89,6 +89,7 @@ class RunOptions(_Strict):
     tie_rule: Literal["lowest_run_index"]  # the one rule giant's votes use
     panda_null_as_zero: bool
     record_requests: bool
+    ledger: bool  # answer a call already paid for from the ledger (giant.llm.ledger); false: fresh samples
 
     @field_validator("item_ids", mode="before")
     @classmethod
@@ -110,6 +111,24 @@ class TrackingSettings(_Strict):
     def _absolute_sqlite(self) -> TrackingSettings:
         self.uri = absolute_sqlite_uri(self.uri)
         return self
+
+
+# Run options that do not change an episode (config_hash leaves them out).
+RUN_KEYS_NOT_HASHED = (
+    "concurrency",
+    "budget_usd",
+    "dry_run",
+    "retry_failed",
+    "resume",
+    "limit",
+    "item_ids",
+    "runs_per_item",
+    "tie_rule",
+    "panda_null_as_zero",
+    "bootstrap_replicates",
+    "record_requests",
+    "ledger",
+)
 
 
 class RunSettings(_Strict):
@@ -158,12 +177,14 @@ class RunSettings(_Strict):
         return {**data.pop("run"), **data}
 
     def config_hash(self) -> str:
-        """Hash of what changes results: paths, tracking and pacing (concurrency, budget, rate
-        limits, timeouts) are left out, so a rerun with another output folder resumes."""
+        """Hash of what changes episodes: paths, tracking, pacing (concurrency, budget, rate limits,
+        timeouts), which items and how many runs (a pilot grows into the full run; runs_per_item=5
+        continues runs_per_item=1) and scoring (carried-over answers are scored again) are left out,
+        so such a rerun continues the same job instead of paying again."""
         data = self.model_dump(mode="json")
         data.pop("paths")
         data.pop("tracking")
-        for key in ("concurrency", "budget_usd", "dry_run", "retry_failed", "resume"):
+        for key in RUN_KEYS_NOT_HASHED:
             data["run"].pop(key)
         for key in ("rpm", "tpm", "timeout_s", "max_retries", "api_key_env", "base_url", "pricing_file"):
             data["provider"].pop(key, None)  # not every provider has every pacing key

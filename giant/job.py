@@ -111,9 +111,11 @@ def run_job(cfg: DictConfig) -> float | None:
     from giant.eval.resume import ResumeIndex, run_key
     from giant.eval.runner import run_eval
     from giant.llm.factory import build_provider
+    from giant.llm.ledger import LEDGER_DIR, Ledger
     from giant.llm.pricing import Pricing
 
-    provider = build_provider(settings.provider)
+    ledger = Ledger(settings.paths.cache_dir / LEDGER_DIR, replay=settings.run.ledger)
+    provider = build_provider(settings.provider, ledger=ledger)
     config_hash = settings.config_hash()
     key = run_key(config_hash, data.dataset_hash)
     index = ResumeIndex(settings.paths.cache_dir / RESUME_DIR)

@@ -1,8 +1,10 @@
 """Resume: rerunning the same command (same resolved config, same data) continues the earlier run.
 
 The run key hashes the config hash and the dataset hash, so a changed prompt, model or dataset
-never reuses stale answers. The index maps a run key to the output directory that holds its
-results; one small JSON file per key, written atomically, so parallel sweep jobs never contend.
+never reuses stale answers; which items, how many runs per item and the scoring settings are not
+part of it, so a pilot grows into the full run in the same job and a changed scoring rule re-scores.
+The index maps a run key to the output directory that holds its results; one small JSON file per
+key, written atomically, so parallel sweep jobs never contend.
 The carried-over lines and trajectory folders are copied into the new output directory, so every
 job directory is self-contained.
 """
@@ -10,9 +12,8 @@ job directory is self-contained.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
-import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from pydantic import BaseModel
 from giant.errors import ConfigError
 from giant.eval.results import SKIPPED, ResultRecord, latest_by_slot, read_results
 from giant.job_layout import RESULTS_FILE, JobLayout
+from giant.llm.ledger import write_atomic
 
 # Failures worth another attempt with retry_failed=true: the cause was outside the model's answer.
 RETRYABLE = frozenset(
@@ -72,20 +74,7 @@ class ResumeIndex:
             mlflow_run_id=mlflow_run_id,
             updated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         )
-        _write_atomic(self._path(key), entry.model_dump_json(indent=2) + "\n")
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        write_atomic(self._path(key), (entry.model_dump_json(indent=2) + "\n").encode())
 
 
 def carry_over(
@@ -94,6 +83,7 @@ def carry_over(
     slots: set[tuple[str, int]],
     *,
     retry_failed: bool,
+    rescore: Callable[[list[ResultRecord]], list[ResultRecord]] | None = None,
 ) -> dict[tuple[str, int], ResultRecord]:
     """Copy the finished item-runs of `resume_from` into `out_dir`; return them by (key, run index).
 
@@ -101,6 +91,8 @@ def carry_over(
     with retry_failed, retryable failures are dropped too so they run again. Skipped and
     budget-stopped item-runs are always dropped (UNFINISHED). `out_dir` may equal
     `resume_from`: results.jsonl is then rewritten atomically without the torn or dropped lines.
+    Scoring settings are not part of the run key, so `rescore` reads the kept answers again under
+    the current ones (giant.eval.rescore.rescore_records).
     """
     source = JobLayout(resume_from).results
     if not source.is_file():
@@ -114,6 +106,8 @@ def carry_over(
         and record.status not in UNFINISHED
         and not (retry_failed and record.status in RETRYABLE)
     }
+    if rescore is not None:
+        kept = {record.slot: record for record in rescore(list(kept.values()))}
     out_dir.mkdir(parents=True, exist_ok=True)
     same_dir = resume_from.resolve() == out_dir.resolve()
     if not same_dir:
@@ -123,5 +117,5 @@ def carry_over(
                 if src.is_dir() and not dst.exists():
                     shutil.copytree(src, dst)
     text = "".join(record.model_dump_json() + "\n" for record in kept.values())
-    _write_atomic(JobLayout(out_dir).results, text)
+    write_atomic(JobLayout(out_dir).results, text.encode())
     return kept

@@ -19,6 +19,7 @@ import shutil
 import time
 from collections import Counter, deque
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from giant.agent import run_episode
@@ -32,6 +33,7 @@ from giant.errors import ConfigError
 from giant.eval.budget import BudgetedProvider, CallPricer, RunBudget
 from giant.eval.progress import Progress
 from giant.eval.provenance import build_provenance
+from giant.eval.rescore import rescore_records
 from giant.eval.results import (
     RUNNER_ERROR,
     SKIPPED,
@@ -142,7 +144,10 @@ async def run_eval(
     layout = JobLayout(out_dir)
     results_path = layout.results
     if resume_from is not None:
-        done = carry_over(resume_from, out_dir, slots, retry_failed=run.retry_failed)
+        rescore = partial(
+            rescore_records, items=items, tie_rule=run.tie_rule, panda_null_as_zero=run.panda_null_as_zero
+        )
+        done = carry_over(resume_from, out_dir, slots, retry_failed=run.retry_failed, rescore=rescore)
     elif results_path.is_file() and results_path.stat().st_size:
         raise ConfigError(
             f"{results_path} already exists; pass resume_from={out_dir} or use a new output directory"

@@ -13,6 +13,7 @@ from typing import Any
 
 from giant.errors import ConfigError
 from giant.llm.config import ProviderConfig, ProviderSettings, SdkSettings, settings_class
+from giant.llm.ledger import Ledger
 from giant.llm.types import Provider, ProviderClass
 
 
@@ -38,7 +39,14 @@ def check_credentials(cfg: ProviderSettings) -> None:
         )
 
 
-def build_provider(cfg: ProviderConfig, *, http_client: Any = None) -> Provider:
-    """`http_client` (an httpx2.AsyncClient) lets tests drive the real SDKs through a mock transport."""
+def build_provider(cfg: ProviderConfig, *, http_client: Any = None, ledger: Ledger | None = None) -> Provider:
+    """`http_client` (an httpx2.AsyncClient) lets tests drive the real SDKs through a mock transport.
+    `ledger` keeps (and replays) the paid replies of the SDK providers; the offline ones cost nothing."""
     check_credentials(cfg)
-    return provider_class(cfg.name)(cfg, http_client=http_client)
+    provider = provider_class(cfg.name)(cfg, http_client=http_client)
+    if ledger is not None and isinstance(cfg, SdkSettings):
+        from giant.llm.sdk_provider import SdkProvider
+
+        assert isinstance(provider, SdkProvider)
+        provider.ledger = ledger
+    return provider

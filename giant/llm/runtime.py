@@ -82,8 +82,12 @@ class CallRuntime:
         self._tpm = AsyncLimiter(cfg.tpm, 60) if cfg.tpm else None
 
     @asynccontextmanager
-    async def limited(self, conversation: Conversation) -> AsyncIterator[Timer]:
-        """Wait for the rate limits, then time the call (latency excludes the wait)."""
+    async def limited(self, conversation: Conversation, *, paced: bool = True) -> AsyncIterator[Timer]:
+        """Wait for the rate limits, then time the call (latency excludes the wait). A reply from
+        the ledger (`paced=False`) reaches no server, so it waits for nothing."""
+        if not paced:
+            yield Timer()
+            return
         if self._rpm is not None:
             await self._rpm.acquire()
         if self._tpm is not None:
@@ -105,9 +109,12 @@ class CallRuntime:
         usage_of: Callable[[Any, float], Usage],
         parse: Callable[[Any, Usage], ModelTurn],
         secret: str | None,
+        kept: Callable[[Any, Usage], None] | None = None,
+        paced: bool = True,
     ) -> ModelTurn:
-        """One call: limits, the SDK request (its own retries inside), usage and cost, parsing, the
-        audit record. Every failure leaves as a ProviderError carrying the usage when it was billed."""
+        """One call: limits, the SDK request (its own retries inside), usage and cost, `kept` (the
+        ledger keeps the paid reply before anything can fail on it), parsing, the audit record.
+        Every failure leaves as a ProviderError carrying the usage when it was billed."""
         response: Any = None
         usage: Usage | None = None
 
@@ -124,12 +131,14 @@ class CallRuntime:
             )
 
         try:
-            async with self.limited(conversation) as timer:
+            async with self.limited(conversation, paced=paced) as timer:
                 try:
                     response = await send()
                 except SDK_ERRORS as exc:
                     raise classify(exc, provider=self.provider, secret=secret) from None
             usage = usage_of(response, timer.seconds)
+            if kept is not None:
+                kept(response, usage)
             turn = parse(response, usage)
         except ProviderError as exc:
             exc.usage = exc.usage or usage
@@ -177,6 +186,11 @@ def _sanitize(value: Any, images: dict[str, str]) -> Any:
     return value
 
 
+def sanitized(request: dict[str, Any], conversation: Conversation) -> Any:
+    """The wire request with each image replaced by its hash and label (records and ledger keys)."""
+    return _sanitize(request, _image_index(conversation))
+
+
 def record_call(
     ctx: CallContext,
     conversation: Conversation,
@@ -202,7 +216,7 @@ def record_call(
         "item_key": ctx.item_key,
         "run_index": ctx.run_index,
         "step": ctx.step,
-        "request": _sanitize(request, _image_index(conversation)),
+        "request": sanitized(request, conversation),
         "response": response,
         "error": error,
         "decode_note": decode_note,

@@ -7,12 +7,15 @@ the call path through `CallRuntime.execute`) is the same and lives here once.
 
 from __future__ import annotations
 
+import importlib
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from giant.llm.config import SdkSettings
-from giant.llm.runtime import CallRuntime
+from giant.llm.ledger import Ledger, LedgerEntry, call_key
+from giant.llm.runtime import CallRuntime, sanitized
 from giant.llm.types import CallContext, Conversation, ModelTurn, Usage
 
 S = TypeVar("S", bound=SdkSettings)
@@ -38,6 +41,7 @@ class SdkProvider(ABC, Generic[S]):
     request needs from a reply travels in the conversation (`ModelTurn.reasoning`)."""
 
     name: str  # set by each subclass; also the provider label in errors and records
+    ledger: Ledger | None = None  # set by giant.llm.factory.build_provider: kept replies, replayed
 
     def __init__(self, cfg: S) -> None:
         self.cfg = cfg
@@ -67,14 +71,80 @@ class SdkProvider(ABC, Generic[S]):
 
     async def next_turn(self, conversation: Conversation, ctx: CallContext) -> ModelTurn:
         request = self.build_request(conversation, ctx)
+        recorded = self._recorded(request)
+        keep = None
+        if self.ledger is not None:
+            key = call_key(
+                provider=self.name,
+                model=self.model,
+                settings=self.cfg.model_dump(mode="json"),
+                request=sanitized(request, conversation),
+                run_index=ctx.run_index,
+            )
+            entry = self.ledger.get(key)
+            if entry is not None:
+                return await self._replay(entry, ctx, conversation, recorded)
+            keep = self._keeper(self.ledger, key, ctx, conversation, recorded)
         return await self.runtime.execute(
             ctx,
             conversation,
-            self._recorded(request),
+            recorded,
             send=lambda: self._send(request),
             usage_of=self._usage,
             parse=self._parse,
             secret=self._key or None,
+            kept=keep,
+        )
+
+    def _keeper(
+        self, ledger: Ledger, key: str, ctx: CallContext, conversation: Conversation, recorded: dict[str, Any]
+    ) -> Callable[[Any, Usage], None]:
+        """What puts a paid reply into the ledger, called before the reply is parsed."""
+
+        def keep(response: Any, usage: Usage) -> None:
+            entry = Ledger.entry(
+                key,
+                provider=self.name,
+                model=self.model,
+                run_index=ctx.run_index,
+                request=sanitized(recorded, conversation),
+                response=response,
+                usage=usage,
+            )
+            ledger.put(entry, conversation)
+
+        return keep
+
+    async def _replay(
+        self, entry: LedgerEntry, ctx: CallContext, conversation: Conversation, recorded: dict[str, Any]
+    ) -> ModelTurn:
+        """The kept reply, rebuilt as the SDK object and parsed again exactly as when it was paid
+        (a reply that failed to parse fails the same way): no new spend, the first cost kept apart."""
+        module, _, name = entry.response_type.partition(":")
+        # The SDKs build replies without validation (a server may leave a declared field null), and
+        # so does this: their model_construct builds the nested objects too.
+        response = getattr(importlib.import_module(module), name).model_construct(**entry.response)
+
+        async def send() -> Any:
+            return response
+
+        def usage_of(_: Any, latency: float) -> Usage:
+            usage = Usage.model_validate(entry.usage)
+            usage.latency_s = latency
+            usage.replayed_cost_usd = entry.cost_usd or 0.0
+            usage.cost_usd = 0.0
+            usage.calls_replayed = 1
+            return usage
+
+        return await self.runtime.execute(
+            ctx,
+            conversation,
+            recorded,
+            send=send,
+            usage_of=usage_of,
+            parse=self._parse,
+            secret=None,
+            paced=False,
         )
 
     def _usage(self, response: Any, latency: float) -> Usage:

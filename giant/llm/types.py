@@ -7,12 +7,13 @@ schema and the Anthropic tool schema are generated from them, so the two can nev
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from giant.core import AnswerSpace, EncodedImage
+from giant.llm.caching import CacheSplit, Request
 
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 
@@ -65,15 +66,19 @@ class TokenCounts(BaseModel):
     reasoning_tokens: int = 0
     cached_input_tokens: int = 0  # read from the provider's prompt cache
     cache_write_tokens: int = 0
+    # Calls answered from the ledger (giant.llm.ledger) and what they cost when first paid: their
+    # tokens are counted above as the episode used them, but they are no new spend (cost_usd 0).
+    calls_replayed: int = 0
+    replayed_cost_usd: float = 0.0
 
-    def token_counts(self) -> dict[str, int]:
+    def token_counts(self) -> dict[str, Any]:
         """Just the counts, to copy into the record of the next level up."""
         return {name: getattr(self, name) for name in TokenCounts.model_fields}
 
     @staticmethod
-    def summed(counts: Iterable[TokenCounts]) -> dict[str, int]:
+    def summed(counts: Iterable[TokenCounts]) -> dict[str, Any]:
         """Field-wise sums, as keyword arguments for the record of the next level up."""
-        totals = dict.fromkeys(TokenCounts.model_fields, 0)
+        totals: dict[str, Any] = dict.fromkeys(TokenCounts.model_fields, 0)
         for item in counts:
             for name in totals:
                 totals[name] += getattr(item, name)
@@ -86,6 +91,11 @@ class Usage(TokenCounts):
     request_id: str | None = None
     latency_s: float = 0.0
     cost_usd: float | None = None  # None = model not in the pricing table ("unknown"), never a guess
+
+    @property
+    def replayed(self) -> bool:
+        """Answered from the ledger: no new spend, the original cost is in replayed_cost_usd."""
+        return self.calls_replayed > 0
 
 
 class Reasoning(BaseModel):
@@ -235,4 +245,9 @@ class ProviderClass(Protocol):
 
     def image_tokens(self, width: int, height: int) -> int:
         """Input tokens one image of this size costs (a static method on the class)."""
+        ...
+
+    def cache_rule(self, requests: Sequence[Request], enabled: bool) -> list[CacheSplit]:
+        """Input tokens of each request read from and written to the prompt cache, by the provider's
+        billing (giant.llm.caching; a static method on the class)."""
         ...

@@ -164,6 +164,9 @@ def summary_metrics(summary: Summary) -> dict[str, float]:
         if totals.cost_usd is not None and summary.n_items
         else None,
         "cache_hit_ratio": totals.cache_hit_ratio,
+        "calls_paid": totals.calls - totals.calls_replayed,
+        "calls_replayed": totals.calls_replayed,
+        "cost_replayed_usd": totals.replayed_cost_usd,
         "wall_s": totals.wall_s,
         "items_per_hour": totals.items_per_hour,
         "per_run_mean": summary.per_run_mean,

@@ -73,7 +73,10 @@ def test_config_hash_ignores_paths_and_pacing_but_not_results(hydra_init: None) 
     base = hash_of([])
     assert hash_of(["concurrency=2", "paths.wsi_root=/elsewhere", "tracking.uri=sqlite:////tmp/x.db"]) == base
     assert hash_of(["agent.max_steps=5"]) != base
-    assert hash_of(["runs_per_item=3"]) != base
+    assert hash_of(["seed=1"]) != base
+    # Which items, how many runs and how they are scored change no episode: the job continues (issue 12).
+    same = ["runs_per_item=3", "limit=2", "item_ids=[demo/1]", "panda_null_as_zero=false"]
+    assert hash_of([*same, "bootstrap_replicates=200", "ledger=false", "record_requests=true"]) == base
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,161 @@
+"""The ledger: every paid provider reply, kept so that no call is ever paid for twice.
+
+A call's key hashes what determines its reply: the provider, the model, the settings that change
+the request or the reply (not the key's variable, pacing, timeouts or retries), the exact wire
+request with each image replaced by its hash, and the item-run's run index (the runs of one item are
+independent samples, so they never answer each other). A rerun that sends the same request for the
+same run is answered from here at no cost: a killed episode continues where it stopped, a pilot's
+items are free in the full run, and more runs per item reuse the runs already paid for.
+
+Layout (plain JSON, inspectable with `python -m giant.llm.ledger DIR`):
+  calls/<key[:2]>/<key>.json   the sanitized request, the raw reply, its usage and cost, the time
+  images/<sha256>.jpg          each image once, however many calls and episodes sent it
+Every file is written to a temporary name in its own folder and renamed into place, so several
+processes (joblib workers, SLURM array tasks on a shared filesystem) can write at once without locks:
+a reader sees a whole file or none, and two writers of one key write the same reply's record.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from giant.llm.types import Conversation, ImagePart, UserMessage
+
+LEDGER_DIR = "ledger"  # under paths.cache_dir
+# Settings that never change what the server answers: the key's variable, pacing, retries, prices.
+_NOT_IN_KEY = frozenset({"api_key_env", "rpm", "tpm", "timeout_s", "max_retries", "pricing_file"})
+
+
+class LedgerEntry(BaseModel):
+    """One paid call as the ledger keeps it."""
+
+    key: str
+    provider: str
+    model: str
+    run_index: int
+    time: float
+    request: Any  # the wire request, images as hashes
+    response_type: str  # "module:Class" of the SDK reply, to rebuild it on replay
+    response: dict[str, Any]  # the SDK reply's model_dump(mode="json")
+    usage: dict[str, Any]  # giant.llm.types.Usage as first counted
+    cost_usd: float | None
+
+
+def call_key(*, provider: str, model: str, settings: dict[str, Any], request: Any, run_index: int) -> str:
+    """sha256 over what determines a reply (module docstring); `request` is already sanitized."""
+    kept = {name: value for name, value in settings.items() if name not in _NOT_IN_KEY}
+    payload = {
+        "provider": provider,
+        "model": model,
+        "settings": kept,
+        "request": request,
+        "run_index": run_index,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write to a temporary file beside `path`, then rename: readers never see a partial file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class Ledger:
+    """The ledger folder. `replay=False` (ledger=false) still keeps every reply but answers nothing
+    from it, for those who want fresh samples."""
+
+    def __init__(self, root: Path, *, replay: bool = True) -> None:
+        self.root = Path(root)
+        self.replay = replay
+
+    def _call_path(self, key: str) -> Path:
+        return self.root / "calls" / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> LedgerEntry | None:
+        """The kept reply for `key`, or None (not kept, replay off, or an unreadable file)."""
+        if not self.replay:
+            return None
+        path = self._call_path(key)
+        try:
+            return LedgerEntry.model_validate_json(path.read_bytes())
+        except (OSError, ValueError):
+            return None  # absent, or damaged by hand: the call is paid again and the file rewritten
+
+    def put(self, entry: LedgerEntry, conversation: Conversation) -> None:
+        """Keep a paid reply and the images its request carried (each image written once)."""
+        for message in conversation.messages:
+            if isinstance(message, UserMessage):
+                for part in message.parts:
+                    if isinstance(part, ImagePart):
+                        image = self.root / "images" / f"{part.image.sha256}.jpg"
+                        if not image.exists():
+                            write_atomic(image, base64.b64decode(part.image.data_b64))
+        write_atomic(self._call_path(entry.key), entry.model_dump_json().encode())
+
+    @staticmethod
+    def entry(
+        key: str, *, provider: str, model: str, run_index: int, request: Any, response: Any, usage: Any
+    ) -> LedgerEntry:
+        kind = type(response)
+        return LedgerEntry(
+            key=key,
+            provider=provider,
+            model=model,
+            run_index=run_index,
+            time=time.time(),
+            request=request,
+            response_type=f"{kind.__module__}:{kind.__qualname__}",
+            response=response.model_dump(mode="json"),
+            usage=usage.model_dump(mode="json"),
+            cost_usd=usage.cost_usd,
+        )
+
+
+class LedgerStats(BaseModel):
+    calls: int
+    images: int
+    bytes: int
+    dollars: float
+
+
+def stats(root: Path) -> LedgerStats:
+    """What a ledger folder holds: its calls, images, bytes on disk and the dollars its calls cost."""
+    calls = sorted((root / "calls").glob("*/*.json"))
+    images = sorted((root / "images").glob("*.jpg"))
+    dollars = 0.0
+    for path in calls:
+        dollars += LedgerEntry.model_validate_json(path.read_bytes()).cost_usd or 0.0
+    size = sum(path.stat().st_size for path in [*calls, *images])
+    return LedgerStats(calls=len(calls), images=len(images), bytes=size, dollars=dollars)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or not Path(argv[0]).is_dir():
+        print("usage: python -m giant.llm.ledger LEDGER_DIR (e.g. .cache/giant/ledger)", file=sys.stderr)
+        return 2
+    s = stats(Path(argv[0]))
+    print(f"{s.calls} calls (${s.dollars:.4f} when paid), {s.images} images, {s.bytes / 1e6:.1f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
