@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from giant.agent.config import AgentConfig
 from giant.agent.modes import MODES, modes_with_setting
-from giant.errors import ConfigError
+from giant.errors import ConfigError, exit_with
 from giant.llm.config import PROVIDER_NAMES, ProviderConfig, providers_with
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -280,6 +280,16 @@ OWNED_SETTINGS: dict[str, tuple[Callable[[str], list[str]], str]] = {
     "agent": (modes_with_setting, "mode"),
     "provider": (providers_with, "name"),
 }
+
+
+def check_command_line(prog: str, config_name: str, argv: list[str]) -> None:
+    """Both checks every entrypoint runs before Hydra: an unknown group option or a misspelt key is
+    one line naming the fix and exit code 2 (Hydra's own reports are longer and suggest `+key=`)."""
+    try:
+        check_group_choices(argv)
+        check_override_keys(argv, config_name)
+    except ConfigError as err:
+        exit_with(prog, str(err))
 
 
 def check_override_keys(argv: list[str], config_name: str = "config", conf_dir: Path = CONF_DIR) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -20,16 +21,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from giant.agent.config import AgentConfig
 from giant.config import (
-    check_group_choices,
-    check_override_keys,
+    check_command_line,
     one_line,
     resolve,
 )  # also registers ${giant_root:}
-from giant.errors import ConfigError
+from giant.errors import EXIT_CONFIG, ConfigError, exit_with
 from giant.llm.config import ProviderConfig
 
 EXIT_FAILED = 1  # the slide cannot be read, or the episode ended without an answer
-EXIT_CONFIG = 2  # bad command line, as scripts/run_eval.py
 SLIDE_STATUSES = ("slide_error", "slide_missing")
 
 
@@ -56,9 +55,8 @@ def settings_from(cfg: DictConfig) -> AskSettings:
         raise ConfigError(one_line(exc)) from None
 
 
-def fail(message: str, code: int) -> None:
-    print(f"ask: {message}", file=sys.stderr)
-    sys.exit(code)
+def fail(message: str, code: int) -> NoReturn:
+    exit_with("ask", message, code)
 
 
 def ask(cfg: DictConfig) -> None:
@@ -140,9 +138,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    try:
-        check_group_choices(sys.argv[1:])
-        check_override_keys(sys.argv[1:], "ask")
-    except ConfigError as err:
-        fail(str(err), EXIT_CONFIG)
+    check_command_line("ask", "ask", sys.argv[1:])
     main()

@@ -15,10 +15,9 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from giant.config import check_group_choices, check_override_keys
-from giant.errors import ConfigError
+from giant.config import check_command_line
+from giant.errors import ConfigError, exit_with
 
-EXIT_CONFIG = 2
 EXIT_INTERRUPTED = 130
 
 
@@ -29,8 +28,7 @@ def main(cfg: DictConfig) -> None:
     try:
         code = fetch_job(cfg)
     except ConfigError as err:
-        print(f"fetch_slides: {err}", file=sys.stderr)
-        sys.exit(EXIT_CONFIG)
+        exit_with("fetch_slides", str(err))
     except KeyboardInterrupt:
         print(
             "fetch_slides: interrupted; rerun the same command to resume (.part files are kept)",
@@ -41,10 +39,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    try:
-        check_group_choices(sys.argv[1:])
-        check_override_keys(sys.argv[1:], "fetch")
-    except ConfigError as err:
-        print(f"fetch_slides: {err}", file=sys.stderr)
-        sys.exit(EXIT_CONFIG)
+    check_command_line("fetch_slides", "fetch", sys.argv[1:])
     main()

@@ -15,15 +15,8 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from giant.config import check_group_choices, check_override_keys
-from giant.errors import ConfigError
-
-EXIT_CONFIG = 2  # a bad source or setting, as scripts/run_eval.py
-
-
-def fail(message: str) -> None:
-    print(f"rescore: {message}", file=sys.stderr)
-    sys.exit(EXIT_CONFIG)
+from giant.config import check_command_line
+from giant.errors import ConfigError, exit_with
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="rescore")
@@ -33,13 +26,9 @@ def main(cfg: DictConfig) -> None:
     try:
         rescore_job(cfg)
     except ConfigError as err:
-        fail(str(err))
+        exit_with("rescore", str(err))
 
 
 if __name__ == "__main__":
-    try:
-        check_group_choices(sys.argv[1:])
-        check_override_keys(sys.argv[1:], "rescore")
-    except ConfigError as err:
-        fail(str(err))
+    check_command_line("rescore", "rescore", sys.argv[1:])
     main()

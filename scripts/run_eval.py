@@ -13,10 +13,9 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from giant.config import check_group_choices, check_override_keys
-from giant.errors import ConfigError
+from giant.config import check_command_line
+from giant.errors import ConfigError, exit_with
 
-EXIT_CONFIG = 2
 EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C
 
 
@@ -30,8 +29,7 @@ def main(cfg: DictConfig) -> float | None:
     try:
         return run_job(cfg)
     except ConfigError as err:
-        print(f"run_eval: {err}", file=sys.stderr)
-        sys.exit(EXIT_CONFIG)
+        exit_with("run_eval", str(err))
     except Interrupted as stop:  # SIGTERM or a SLURM time limit: stopped cleanly, MLflow run KILLED
         print(f"run_eval: {stop.hint}", file=sys.stderr)
         stop.hand_over()  # under submitit: checkpoint and requeue (exits the process)
@@ -55,12 +53,7 @@ def _in_worker_pool() -> bool:
 
 
 if __name__ == "__main__":
-    try:
-        check_group_choices(sys.argv[1:])
-        check_override_keys(sys.argv[1:], "config")
-    except ConfigError as err:
-        print(f"run_eval: {err}", file=sys.stderr)
-        sys.exit(EXIT_CONFIG)
+    check_command_line("run_eval", "config", sys.argv[1:])
     if {"-m", "--multirun"} & set(sys.argv[1:]):
         from giant.interrupt import guard_sweep
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +21,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from giant.config import RunSettings, TrackingSettings
-from giant.errors import ConfigError
+from giant.errors import ConfigError, exit_with
 from giant.tracking.secrets import scrub, secret_values
 
 if TYPE_CHECKING:
@@ -77,8 +76,7 @@ class MlflowSweepCallback(Callback):
             tracking = tracking_settings(config)
             opened = open_experiment(tracking) if tracking.enabled else None
         except ConfigError as err:  # one line and exit 2, as for a single run (scripts/run_eval.py)
-            print(f"run_eval: {err}", file=sys.stderr)
-            sys.exit(2)
+            exit_with("run_eval", str(err))
         if opened is None:
             return
         client, experiment_id = opened
