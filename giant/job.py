@@ -161,8 +161,12 @@ def run_job(cfg: DictConfig) -> float | None:
 
 def _dry_run(settings: RunSettings, data: JobData, out_dir: Path) -> None:
     from giant.eval.dryrun import dry_run
+    from giant.eval.resume import ResumeIndex, run_key
     from giant.llm.pricing import Pricing
 
+    # A pilot of the same run key (the index a real run resumes from) forecasts the full run.
+    key = run_key(settings.config_hash(), data.dataset_hash)
+    pilot = ResumeIndex(settings.paths.cache_dir / RESUME_DIR).lookup(key)
     report = dry_run(
         data.items,
         wsi_root=data.wsi_root,
@@ -171,6 +175,7 @@ def _dry_run(settings: RunSettings, data: JobData, out_dir: Path) -> None:
         pricing=Pricing.load(settings.provider.pricing_file),
         runs_per_item=settings.run.runs_per_item,
         out_dir=out_dir,
+        pilot=Path(pilot.out_dir) if pilot else None,
     )
     print(report.render())
     print(f"dry run report: {JobLayout(out_dir).dry_run}")

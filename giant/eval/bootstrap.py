@@ -29,11 +29,31 @@ def bootstrap(
     point = score(truth, pred, metric)  # also validates lengths and emptiness
     y_true = np.asarray(truth, dtype=np.int64)
     correct = y_true == np.asarray([FAILED if p is None else p for p in pred], dtype=np.int64)
-    idx = np.random.default_rng(seed).integers(0, len(y_true), size=(replicates, len(y_true)))
+    idx = _resamples(len(y_true), replicates, seed)
     if metric == "accuracy":
         values = correct[idx].mean(axis=1)
     else:
         values = _balanced_per_replicate(y_true, correct, idx)
+    return _interval(point, values, replicates, seed)
+
+
+def bootstrap_mean(values: Sequence[float], *, replicates: int = 1000, seed: int = 0) -> Bootstrap:
+    """The mean of `values` and its bootstrap interval (the dry run's pilot forecast of per-item cost)."""
+    if not values or replicates < 1:
+        raise ValueError(
+            f"need values and replicates >= 1, got {len(values)} values, {replicates} replicates"
+        )
+    data = np.asarray(values, dtype=np.float64)
+    means = data[_resamples(len(data), replicates, seed)].mean(axis=1)
+    return _interval(float(data.mean()), means, replicates, seed)
+
+
+def _resamples(n: int, replicates: int, seed: int) -> np.ndarray:
+    """One row of n indices drawn with replacement per replicate."""
+    return np.random.default_rng(seed).integers(0, n, size=(replicates, n))
+
+
+def _interval(point: float, values: np.ndarray, replicates: int, seed: int) -> Bootstrap:
     low, high = np.percentile(values, [2.5, 97.5])
     return Bootstrap(
         point=point,

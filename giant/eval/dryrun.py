@@ -3,7 +3,7 @@
 Resolves and opens every item's slide (missing and unreadable ones are listed, not fatal) and
 estimates tokens and dollars from the price table without calling any provider.
 
-The estimate is a documented approximation, an upper bound for a run that uses every step:
+The estimate is a documented approximation for a run that uses every step:
 - image tokens per image of side S (every image counted as an S x S square, the largest a crop can
   be), by the formula the provider class names (giant/llm/image_tokens.py: OpenAI's high-detail
   tiles, Anthropic's pixels / 750), asked without an API key;
@@ -13,7 +13,12 @@ The estimate is a documented approximation, an upper bound for a run that uses e
 - the mode's call plan (giant/agent/modes): navigation modes send the whole conversation at every
   call, so call t carries t images and image input grows quadratically with T; thumbnail mode is
   one call, patch mode one call per patch;
-- no prompt caching (caching cuts the input cost of a T = 20 trajectory by about 75-80%).
+- three figures per task for prompt caching, from the same per-call token sequence: high, no
+  caching at all (an upper bound); expected, the provider's own caching rule (giant/llm/caching.py,
+  named by the provider class like its image-token rule; the first call of an item misses); low,
+  everything but each call's newest message read from the cache.
+Once a pilot of the same run key has finished item-runs, their real dollars give a better forecast
+(giant/eval/forecast.py), printed below these figures.
 """
 
 from __future__ import annotations
@@ -26,10 +31,13 @@ from pydantic import BaseModel, Field
 
 from giant.agent.config import AgentConfig
 from giant.agent.modes import mode_of
+from giant.agent.modes.base import CallPlan
 from giant.core import Item
 from giant.data.check import SlideRow, check_slides, first_lines
 from giant.data.slides import layout_counts
+from giant.eval.forecast import PilotForecast, pilot_forecast
 from giant.job_layout import DRY_RUN_FILE, JobLayout
+from giant.llm.caching import CacheSplit, Request, Segment, every_prefix_cached
 from giant.llm.config import ProviderSettings
 from giant.llm.factory import provider_class
 from giant.llm.pricing import Pricing
@@ -40,8 +48,9 @@ CHARS_PER_TOKEN = 4
 # A missing slide's size is unknown; it only changes the digits of the system prompt's size line.
 UNKNOWN_SIZE = (100_000, 100_000)
 ASSUMPTIONS = (
-    "upper bound: every step used, every image S x S, ~4 characters per text token, "
-    f"{OUTPUT_TOKENS_PER_CALL} output tokens per call, whole conversation resent per call, no prompt caching"
+    "every step used, every image S x S, ~4 characters per text token, "
+    f"{OUTPUT_TOKENS_PER_CALL} output tokens per call, whole conversation resent per call; "
+    "high: no prompt caching, expected: the provider's caching rule, low: all but the newest message cached"
 )
 
 
@@ -51,6 +60,19 @@ class SlideProblem(BaseModel):
     reason: str
 
 
+class CostRange(BaseModel):
+    """Dollars of one task (or all), None when the model is not in the price table."""
+
+    low_usd: float | None  # every prefix cached
+    expected_usd: float | None  # the provider's caching rule
+    high_usd: float | None  # no caching
+
+    def render(self) -> str:
+        if self.low_usd is None or self.expected_usd is None or self.high_usd is None:
+            return "unknown (model not in the price table)"
+        return f"low ${self.low_usd:,.2f} / expected ${self.expected_usd:,.2f} / high ${self.high_usd:,.2f}"
+
+
 class CostEstimate(BaseModel):
     model: str
     image_formula: str  # openai_high_detail | anthropic
@@ -58,8 +80,11 @@ class CostEstimate(BaseModel):
     calls_per_item_run: int
     input_tokens: int  # over all item-runs, including those whose slide is missing
     output_tokens: int
-    cost_usd: float | None  # None when the model is not in the price table
+    cost_usd: float | None  # no caching (= total.high_usd); None when the model is not in the price table
     cost_per_item_run_usd: float | None
+    cache_rule: str  # the provider's caching rule (giant.llm.caching) behind the expected figure
+    total: CostRange
+    per_task: dict[str, CostRange]
     assumptions: str = ASSUMPTIONS
 
 
@@ -73,6 +98,7 @@ class DryRunReport(BaseModel):
     layouts: dict[str, int] = Field(default_factory=dict)  # distinct slides found per layout
     slides: list[SlideRow] = Field(default_factory=list)  # per slide: layout, path, duplicates, size
     estimate: CostEstimate
+    pilot: PilotForecast | None = None  # from the finished item-runs of the same run key
 
     def render(self) -> str:
         """The lines the CLI prints."""
@@ -101,6 +127,10 @@ class DryRunReport(BaseModel):
             f"{cost} for all {self.n_items} items ({est.calls_per_item_run} calls per item-run, "
             f"{est.tokens_per_image} tokens per image, no prompt caching; an upper bound)"
         )
+        lines.append(f"with prompt caching ({est.cache_rule}): {est.total.render()}")
+        lines += [f"  {task}: {costs.render()}" for task, costs in sorted(est.per_task.items())]
+        if self.pilot is not None:
+            lines += self.pilot.render()
         return "\n".join(lines)
 
 
@@ -117,8 +147,11 @@ def dry_run(
     pricing: Pricing,
     runs_per_item: int,
     out_dir: Path | None = None,
+    pilot: Path | None = None,
 ) -> DryRunReport:
-    """Check slides and estimate cost; writes out_dir/dry_run.json when out_dir is given."""
+    """Check slides and estimate cost; writes out_dir/dry_run.json when out_dir is given. `pilot` is
+    the job folder of an earlier run with the same run key, whose finished item-runs forecast the
+    full run."""
     check = check_slides(items, wsi_root)
     rows = check.by_key()
     missing, unreadable, sizes = [], [], {}
@@ -131,9 +164,11 @@ def dry_run(
             unreadable.append(SlideProblem(key=item.key, image_path=name, reason=row.reason))
         elif row.width is not None and row.height is not None:
             sizes[item.key] = (row.width, row.height)
+    items_per_task = dict(Counter(item.benchmark for item in items))
+    item_runs = {task: n * runs_per_item for task, n in items_per_task.items()}
     report = DryRunReport(
         n_items=len(items),
-        items_per_task=dict(Counter(item.benchmark for item in items)),
+        items_per_task=items_per_task,
         runs_per_item=runs_per_item,
         runnable_items=len(sizes),
         missing=missing,
@@ -142,6 +177,7 @@ def dry_run(
         slides=check.slides,
         # The estimate covers every item: it is what the run costs once the slides are in place.
         estimate=estimate_cost(items, sizes, agent, provider, pricing, runs_per_item),
+        pilot=pilot_forecast(pilot, item_runs) if pilot is not None else None,
     )
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -161,28 +197,83 @@ def estimate_cost(
     mode = mode_of(agent)
     plan = mode.plan(agent)
     per_image = provider_cls.image_tokens(plan.image_side, plan.image_side)
-    calls = plan.calls
-    images = calls * (calls + 1) // 2 if plan.conversation else calls  # call t resends all t images
-    resent_outputs = calls * (calls - 1) // 2 if plan.conversation else 0
-    input_tokens = output_tokens = 0
+    enabled = getattr(provider, "prompt_caching", True)  # the offline providers have no such setting
+    usages: dict[str, list[Usage]] = {}  # task -> [no caching, provider's rule, every prefix], summed
+    per_text: dict[tuple[int, int], list[Usage]] = {}  # items of equal text lengths cost the same
     for item in items:
         size = sizes.get(item.key, UNKNOWN_SIZE)
-        text = len(item.prompt) + len(mode.system_prompt(agent, *size) or "")
-        input_tokens += (
-            images * per_image + calls * (text // CHARS_PER_TOKEN) + resent_outputs * OUTPUT_TOKENS_PER_CALL
-        )
-        output_tokens += calls * OUTPUT_TOKENS_PER_CALL
-    input_tokens *= runs_per_item
-    output_tokens *= runs_per_item
-    cost = pricing.cost(model, Usage(input_tokens=input_tokens, output_tokens=output_tokens))
+        system = len(mode.system_prompt(agent, *size) or "")
+        system_tokens = system // CHARS_PER_TOKEN  # the question gets the rest of the rounded total
+        text = (system_tokens, (len(item.prompt) + system) // CHARS_PER_TOKEN - system_tokens)
+        if text not in per_text:
+            requests = item_requests(plan, *text, per_image)
+            splits = (
+                [CacheSplit(0, 0)] * len(requests),
+                provider_cls.cache_rule(requests, enabled),
+                every_prefix_cached(requests),
+            )
+            per_text[text] = [_usage(requests, split) for split in splits]
+        task = usages.setdefault(item.benchmark, [Usage(), Usage(), Usage()])
+        for i, usage in enumerate(per_text[text]):
+            task[i] = _add(task[i], usage, runs_per_item)
+    totals = [Usage(), Usage(), Usage()]
+    for task_usages in usages.values():
+        totals = [_add(total, usage, 1) for total, usage in zip(totals, task_usages, strict=True)]
+    total = _range(model, pricing, totals)
+    cost = total.high_usd
+    input_tokens, output_tokens = totals[0].input_tokens, totals[0].output_tokens
     item_runs = len(items) * runs_per_item
     return CostEstimate(
         model=model,
         image_formula=provider_cls.image_formula,
         tokens_per_image=per_image,
-        calls_per_item_run=calls,
+        calls_per_item_run=plan.calls,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         cost_usd=cost,
         cost_per_item_run_usd=cost / item_runs if cost is not None and item_runs else None,
+        cache_rule=provider_cls.cache_rule.__name__ if enabled else "off",
+        total=total,
+        per_task={task: _range(model, pricing, task_usages) for task, task_usages in usages.items()},
     )
+
+
+def item_requests(plan: CallPlan, system_tokens: int, question_tokens: int, per_image: int) -> list[Request]:
+    """The input of each call of one item-run, segment by segment. Navigation: call t resends the
+    system prompt, the question, images 1..t and answers 1..t-1, its newest message being image t
+    (at t = 1 the question with the thumbnail); otherwise each call is system, question and its own
+    image. The breakpoints are where the Anthropic provider places cache_control: the system prompt
+    and the newest image."""
+    head = (Segment("system", system_tokens, breakpoint=True), Segment("question", question_tokens))
+    requests = []
+    for t in range(1, plan.calls + 1):
+        if plan.conversation:
+            body: list[Segment] = []
+            for i in range(1, t + 1):
+                if i > 1:
+                    body.append(Segment(f"answer {i - 1}", OUTPUT_TOKENS_PER_CALL))
+                body.append(Segment(f"image {i}", per_image, breakpoint=i == t))
+            newest = 1 if t == 1 else len(head) + len(body) - 1
+        else:
+            body, newest = [Segment(f"image {t}", per_image, breakpoint=True)], 1
+        requests.append(Request((*head, *body), newest))
+    return requests
+
+
+def _usage(requests: list[Request], splits: Sequence[CacheSplit]) -> Usage:
+    return Usage(
+        input_tokens=sum(request.tokens for request in requests),
+        cached_input_tokens=sum(split.read for split in splits),
+        cache_write_tokens=sum(split.write for split in splits),
+        output_tokens=len(requests) * OUTPUT_TOKENS_PER_CALL,
+    )
+
+
+def _add(total: Usage, usage: Usage, times: int) -> Usage:
+    fields = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")
+    return Usage(**{field: getattr(total, field) + times * getattr(usage, field) for field in fields})
+
+
+def _range(model: str, pricing: Pricing, usages: list[Usage]) -> CostRange:
+    high, expected, low = (pricing.cost(model, usage) for usage in usages)
+    return CostRange(low_usd=low, expected_usd=expected, high_usd=high)

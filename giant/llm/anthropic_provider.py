@@ -19,6 +19,7 @@ from typing import Any
 
 import anthropic
 
+from giant.llm.caching import anthropic_breakpoints
 from giant.llm.config import AnthropicSettings
 from giant.llm.decode import Decoded, decode_step, decode_tool_call, json_objects, step_value
 from giant.llm.image_tokens import anthropic_pixels
@@ -56,6 +57,7 @@ class AnthropicProvider(SdkProvider[AnthropicSettings]):
     name = "anthropic"
     image_formula = "anthropic"
     image_tokens = staticmethod(anthropic_pixels)
+    cache_rule = staticmethod(anthropic_breakpoints)
 
     def __init__(self, cfg: AnthropicSettings, *, http_client: Any = None) -> None:
         super().__init__(cfg)

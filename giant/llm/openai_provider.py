@@ -19,6 +19,7 @@ from typing import Any
 
 import openai
 
+from giant.llm.caching import openai_prefix
 from giant.llm.config import OpenAISettings
 from giant.llm.decode import decode_step, decode_tool_call
 from giant.llm.image_tokens import openai_high_detail
@@ -57,6 +58,7 @@ class OpenAIProvider(SdkProvider[OpenAISettings]):
     name = "openai"
     image_formula = "openai_high_detail"
     image_tokens = staticmethod(openai_high_detail)
+    cache_rule = staticmethod(openai_prefix)
 
     def __init__(self, cfg: OpenAISettings, *, http_client: Any = None) -> None:
         super().__init__(cfg)

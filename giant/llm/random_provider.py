@@ -12,6 +12,7 @@ import random
 from typing import Any
 
 from giant.core import AnswerSpace
+from giant.llm.caching import no_caching
 from giant.llm.config import RandomSettings
 from giant.llm.image_tokens import openai_high_detail
 from giant.llm.types import AnswerAction, CallContext, Conversation, CropAction, ModelTurn, Step, Usage
@@ -44,6 +45,7 @@ class RandomProvider:
     # It looks at no image; the dry run estimates it as the default model it stands in for.
     image_formula = "openai_high_detail"
     image_tokens = staticmethod(openai_high_detail)
+    cache_rule = staticmethod(no_caching)
 
     def __init__(self, cfg: RandomSettings, *, http_client: Any = None) -> None:
         self.model = cfg.model

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from giant.errors import ConfigError
+from giant.llm.caching import no_caching
 from giant.llm.config import ScriptedSettings
 from giant.llm.image_tokens import openai_high_detail
 from giant.llm.types import (
@@ -95,6 +96,7 @@ class ScriptedProvider:
     # It looks at no image; the dry run estimates it as the default model it stands in for.
     image_formula = "openai_high_detail"
     image_tokens = staticmethod(openai_high_detail)
+    cache_rule = staticmethod(no_caching)
 
     def __init__(self, cfg: ScriptedSettings, *, http_client: Any = None) -> None:
         self.model = cfg.model

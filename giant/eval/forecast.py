@@ -1,0 +1,73 @@
+"""The pilot forecast: what the full run will cost, from what the finished episodes of the same run
+key actually cost.
+
+The dry run's low / expected / high figures model tokens and caching; once a pilot (say limit=10) has
+run, its per-item dollars are a better guide, since they include the real number of steps, the real
+answer lengths and the cache the provider really gave. Per task: the mean cost of a finished
+item-run times the item-runs the full run needs, with a bootstrap interval over the pilot's
+item-runs (giant/eval/bootstrap.py). Item-runs still to be run (skipped, stopped by a budget) and
+those without a price are left out: their dollars say nothing about a finished item-run.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from giant.eval.bootstrap import bootstrap_mean
+from giant.eval.results import latest_by_slot, read_results
+from giant.eval.resume import UNFINISHED
+from giant.job_layout import JobLayout
+
+REPLICATES = 1000
+
+
+class TaskForecast(BaseModel):
+    episodes: int  # finished, priced item-runs of the pilot this forecast rests on
+    mean_usd: float  # per item-run
+    item_runs: int  # of the full run
+    forecast_usd: float
+    ci_low_usd: float  # 2.5th percentile of the bootstrap, times item_runs
+    ci_high_usd: float  # 97.5th percentile
+
+
+class PilotForecast(BaseModel):
+    source: str  # the pilot's job folder
+    tasks: dict[str, TaskForecast]
+
+    @property
+    def episodes(self) -> int:
+        return sum(task.episodes for task in self.tasks.values())
+
+    def render(self) -> list[str]:
+        lines = [f"pilot forecast from {self.episodes} finished episodes in {self.source}:"]
+        lines += [
+            f"  {name}: ${t.forecast_usd:,.2f} (95% interval ${t.ci_low_usd:,.2f}-${t.ci_high_usd:,.2f}) "
+            f"= ${t.mean_usd:,.4f} per item-run x {t.item_runs}, based on {t.episodes} episodes"
+            for name, t in sorted(self.tasks.items())
+        ]
+        return lines
+
+
+def pilot_forecast(pilot: Path, item_runs: dict[str, int], *, seed: int = 0) -> PilotForecast | None:
+    """Per task of `item_runs` (task -> item-runs of the full run); None when the pilot folder has no
+    finished, priced item-run of any of these tasks."""
+    costs: dict[str, list[float]] = defaultdict(list)
+    for record in latest_by_slot(read_results(JobLayout(pilot).results)).values():
+        if record.benchmark in item_runs and record.status not in UNFINISHED and record.dollars is not None:
+            costs[record.benchmark].append(record.dollars)
+    tasks = {}
+    for name, values in costs.items():
+        interval = bootstrap_mean(values, replicates=REPLICATES, seed=seed)
+        n = item_runs[name]
+        tasks[name] = TaskForecast(
+            episodes=len(values),
+            mean_usd=interval.point,
+            item_runs=n,
+            forecast_usd=interval.point * n,
+            ci_low_usd=interval.ci_low * n,
+            ci_high_usd=interval.ci_high * n,
+        )
+    return PilotForecast(source=str(pilot), tasks=tasks) if tasks else None
