@@ -1,0 +1,107 @@
+"""The trajectory page opened for real in headless Chromium (Debian's `chromium`), not only written.
+
+The page and a small harness are served from one loopback HTTP server, so the harness can look into
+the page (same origin): every <img> must have decoded (naturalWidth > 0), the overview's SVG must hold
+its image and one box per crop, and the verdict must be on screen. `.ci/run` installs chromium; without
+it the test skips with the install command locally and fails under CI, like the SLURM tests.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from giant.tracking.viewer import write_html
+from tests.tracking.test_viewer import scripted_episode, slide  # noqa: F401  (the slide fixture)
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+INSTALL = "apt-get install -y --no-install-recommends chromium"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--virtual-time-budget=5000",
+]
+
+HARNESS = """<!doctype html><html><body>
+<iframe id="page" src="traj/trajectory.html" width="1200" height="2000"></iframe>
+<script>
+document.getElementById("page").addEventListener("load", () => {
+  const d = document.getElementById("page").contentDocument;
+  const imgs = [...d.querySelectorAll("img")];
+  document.body.setAttribute("data-result", JSON.stringify({
+    imgs: imgs.length,
+    decoded: imgs.filter((i) => i.complete && i.naturalWidth > 0).length,
+    svgImages: d.querySelectorAll("svg image").length,
+    rects: d.querySelectorAll("svg rect").length,
+    scripts: d.querySelectorAll("script").length,
+    text: d.body.innerText,
+  }));
+});
+</script></body></html>"""
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    handler = functools.partial(_Quiet, directory=str(tmp_path))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+@pytest.mark.slow
+def test_trajectory_page_renders_in_chromium(slide: Path, tmp_path: Path, served: str) -> None:  # noqa: F811
+    if CHROMIUM is None:
+        message = f"headless Chromium is not installed; install it with: {INSTALL}"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    out = tmp_path / "traj"
+    traj = scripted_episode(slide, out, tmp_path)
+    write_html(out, truth="2", correct=True)
+    (tmp_path / "harness.html").write_text(HARNESS, encoding="utf-8")
+
+    profile = tmp_path / "profile"
+    done = subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", f"{served}/harness.html"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = re.search(r'data-result="([^"]*)"', done.stdout)
+    assert found, f"the harness never saw the page load: {done.stdout[-1000:]}"
+    result = json.loads(html.unescape(found.group(1)))
+
+    crops = len(traj.regions) - 1
+    assert result["imgs"] == crops and result["decoded"] == crops  # every crop decoded in the browser
+    assert result["svgImages"] == 1 and result["rects"] >= crops  # the overview and one box per crop
+    assert "correct" in result["text"] and "answered" in result["text"]
+    # the model's hostile text is shown as text, never run: the page holds no script element at all
+    assert result["scripts"] == 0 and "<script>alert('x')</script>" in result["text"]
