@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser import browser  # noqa: F401  (the headless Chromium fixture, for every package)
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 
