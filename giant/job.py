@@ -222,6 +222,9 @@ def write_outputs(settings: RunSettings, summary: Summary, layout: JobLayout) ->
     resolved.write_text(json.dumps(settings.record(), indent=2) + "\n", encoding="utf-8")
     files[f"{CONFIG_ARTIFACTS}/{resolved.name}"] = resolved
     _write_viewer_pages(layout)
+    report = _write_run_report(layout)
+    if report is not None:
+        files[report.name] = report
     return files
 
 
@@ -250,6 +253,17 @@ def _write_viewer_pages(layout: JobLayout) -> None:
             write_html(path.parent)
         except Exception as exc:  # a page is a convenience: never lose a run over it
             log.warning("viewer: no trajectory.html for %s (%s)", path.parent.name, exc)
+
+
+def _write_run_report(layout: JobLayout) -> Path | None:
+    """report.html at the top of the job folder (giant.report), after the pages it links to."""
+    from giant.report import write_report
+
+    try:
+        return write_report(layout.out_dir)
+    except Exception as exc:  # like the viewer pages: a report is never worth losing a run over
+        log.warning("report: no %s for %s (%s)", layout.report.name, layout.out_dir, exc)
+        return None
 
 
 def _report(settings: RunSettings, summary: Summary, out_dir: Path, run_id: str | None) -> None:

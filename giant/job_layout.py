@@ -5,6 +5,7 @@ asks a `JobLayout` instead of spelling a name.
       results.jsonl          one line per finished item-run (giant.eval.results)
       summary.json           the metric and its context (giant.eval.summarize)
       predictions.csv        confusion_matrix.png  dataset_defects.json  resolved_config.json
+      report.html            the run report a researcher opens first (giant.report)
       dry_run.json           dry runs only
       .hydra/                Hydra's config.yaml, overrides.yaml, hydra.yaml
       trajectories/<safe key>/run<k>/
@@ -25,6 +26,7 @@ CONFUSION_FILE = "confusion_matrix.png"
 DEFECTS_FILE = "dataset_defects.json"
 RESOLVED_CONFIG_FILE = "resolved_config.json"
 DRY_RUN_FILE = "dry_run.json"
+REPORT_FILE = "report.html"
 HYDRA_DIR = ".hydra"
 HYDRA_FILES = ("config.yaml", "overrides.yaml", "hydra.yaml")
 TRAJECTORIES_DIR = "trajectories"
@@ -77,6 +79,10 @@ class JobLayout:
     @property
     def dry_run(self) -> Path:
         return self.out_dir / DRY_RUN_FILE
+
+    @property
+    def report(self) -> Path:
+        return self.out_dir / REPORT_FILE
 
     @property
     def hydra_files(self) -> list[Path]:

@@ -61,6 +61,7 @@ async def run_episode(
                 raise EpisodeEnd("slide_missing", f"slide file not found: {slide_path}")
             with Slide.open(slide_path) as slide:
                 traj.slide_width, traj.slide_height = slide.width, slide.height
+                traj.slide_mpp = slide.mpp_x
                 ep = EpisodeState(
                     item, slide, provider, cfg, traj, ImageStore(out_dir), seed=seed, record_path=record_path
                 )

@@ -71,6 +71,9 @@ class Trajectory(BaseModel):
     slide_path: str = ""
     slide_width: int = 0
     slide_height: int = 0
+    # microns per level-0 pixel (OpenSlide's mpp-x); None when the slide does not say. The run report
+    # turns it into the magnification of each crop, which the boxes alone cannot give.
+    slide_mpp: float | None = None
     question: str = ""
     system_prompt: str | None = None
     calls: list[Call] = Field(default_factory=list)

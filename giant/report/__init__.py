@@ -1,0 +1,17 @@
+"""The run report: one self-contained report.html per job, the page a researcher opens first.
+
+The facts of a job come from its folder only (results.jsonl, summary.json and the trajectories,
+through `giant.job_layout.JobLayout`), so the same page is written at the end of a job and again, at
+any later time, by `python -m giant.report <job folder>`.
+
+    facts.py       the job folder read into records and trajectories
+    taxonomy.py    why each item-run ended as it did (not just its status), and the failed calls
+    labels.py      per-class recall, the confusion matrix and the predicted-label distribution
+    navigation.py  microns per pixel and tissue fraction of every crop, steps against correctness
+    costs.py       cost, tokens, cache hits and replayed calls per task
+    render.py      the sections as one HTML page (inline CSS and script, every model text escaped)
+"""
+
+from giant.report.render import write_report
+
+__all__ = ["write_report"]

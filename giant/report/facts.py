@@ -1,0 +1,80 @@
+"""A job folder read into the facts every section works from: one `ItemRun` per (item, run index),
+the latest result record of each with its trajectory, and summary.json when the job wrote one."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from giant.agent.trajectory import Trajectory
+from giant.errors import ConfigError
+from giant.eval.results import ResultRecord, latest_by_slot, read_results
+from giant.eval.summary import Summary
+from giant.job_layout import TRAJECTORY_FILE, TRAJECTORY_PAGE, JobLayout
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ItemRun:
+    """One item-run: its record, and its trajectory when the folder still holds a readable one."""
+
+    record: ResultRecord
+    trajectory: Trajectory | None
+
+    @property
+    def page(self) -> str | None:
+        """The trajectory page, relative to the job folder (the report sits at its top)."""
+        return f"{self.record.trajectory}/{TRAJECTORY_PAGE}" if self.record.trajectory else None
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    layout: JobLayout
+    summary: Summary | None
+    runs: list[ItemRun]
+
+    @property
+    def trajectories(self) -> list[Trajectory]:
+        return [run.trajectory for run in self.runs if run.trajectory is not None]
+
+
+def gather(out_dir: Path) -> JobFacts:
+    """Everything the report shows, read from `out_dir`; a folder that is not a job is one line."""
+    layout = JobLayout(out_dir)
+    if not layout.results.is_file():
+        raise ConfigError(
+            f"{out_dir}: no {layout.results.name} here; pass the folder of a job (its output_dir)"
+        )
+    latest = latest_by_slot(read_results(layout.results))
+    runs = [ItemRun(record, _trajectory(layout, record)) for record in latest.values()]
+    return JobFacts(layout=layout, summary=_summary(layout), runs=runs)
+
+
+def _summary(layout: JobLayout) -> Summary | None:
+    if not layout.summary.is_file():
+        return None  # a job stopped before its first summary: the records still make a report
+    try:
+        return Summary.model_validate_json(layout.summary.read_text(encoding="utf-8"))
+    except ValidationError as exc:
+        log.warning(
+            "report: %s is not a summary (%s); the page leaves it out", layout.summary, exc.errors()[0]
+        )
+        return None
+
+
+def _trajectory(layout: JobLayout, record: ResultRecord) -> Trajectory | None:
+    """A missing or unreadable trajectory leaves its row without navigation facts, never the page."""
+    if not record.trajectory:
+        return None
+    path = layout.out_dir / record.trajectory / TRAJECTORY_FILE
+    if not path.is_file():
+        return None
+    try:
+        return Trajectory.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValidationError as exc:
+        log.warning("report: %s is not a trajectory (%s)", path, exc.errors()[0]["msg"])
+        return None

@@ -1,0 +1,151 @@
+"""Where the model looked: for every crop, the microns per pixel of the image it saw (the slide's mpp
+times the read box's side over the image's side: 0.25 is 40x, 1.0 is 10x) and the tissue fraction of
+the box (the slide's tissue mask, giant.wsi.tissue), then how the number of steps relates to being
+right. A slide without an mpp, or no longer at its recorded path, gives "unknown", never a guess."""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+
+from giant.agent.trajectory import Region, Trajectory
+from giant.report.facts import ItemRun
+from giant.wsi.slide import Slide, SlideError
+from giant.wsi.tissue import TissueMask
+
+log = logging.getLogger(__name__)
+
+# Upper edges of the magnification bands, in microns per pixel (40x, 20x, 10x, 5x, 2.5x, 1.25x).
+MPP_BANDS = (0.3, 0.6, 1.2, 2.4, 4.8, 9.6)
+TISSUE_BANDS = (0.1, 0.5, 0.9)  # upper edges: mostly glass, partly tissue, mostly tissue, all tissue
+
+
+@dataclass(frozen=True)
+class Crop:
+    run: ItemRun
+    number: int  # 1-based within the episode, as the trajectory page numbers it
+    region: Region
+    mpp: float | None
+    tissue: float | None
+
+
+@dataclass(frozen=True)
+class Band:
+    label: str
+    crops: int
+    items: int  # item-runs with at least one crop in the band
+    tissue_mean: float | None
+
+
+@dataclass(frozen=True)
+class StepsRow:
+    steps: int
+    item_runs: int
+    correct: int
+
+
+def crop_regions(traj: Trajectory) -> list[Region]:
+    """Every region but the step-0 overview: the model's zooms (and random_regions' sampled boxes)."""
+    overview = next((r for r in traj.regions if r.call_index == 0), None)
+    return [region for region in traj.regions if region is not overview]
+
+
+def seen_mpp(traj: Trajectory, region: Region) -> float | None:
+    """Microns per pixel of the image sent: level-0 microns across the box over its pixels."""
+    if traj.slide_mpp is None:
+        return None
+    side = max(region.output_width, region.output_height)
+    return traj.slide_mpp * max(region.read.w, region.read.h) / side if side else None
+
+
+class TissueMasks:
+    """One mask per slide, built on first use; a slide that cannot be opened has none."""
+
+    def __init__(self) -> None:
+        self._masks: dict[str, TissueMask | None] = {}
+
+    def fraction(self, traj: Trajectory, region: Region) -> float | None:
+        if traj.slide_path not in self._masks:
+            self._masks[traj.slide_path] = self._build(traj.slide_path)
+        mask = self._masks[traj.slide_path]
+        return None if mask is None else mask.fraction(region.read)
+
+    @staticmethod
+    def _build(path: str) -> TissueMask | None:
+        if not path:
+            return None
+        try:
+            with Slide.open(path) as slide:
+                return TissueMask.from_slide(slide)
+        except SlideError as exc:
+            log.info("report: no tissue fractions for %s (%s)", path, exc)
+            return None
+
+
+def crops(runs: list[ItemRun]) -> list[Crop]:
+    masks = TissueMasks()
+    found = []
+    for run in runs:
+        traj = run.trajectory
+        if traj is None:
+            continue
+        for number, region in enumerate(crop_regions(traj), start=1):
+            found.append(Crop(run, number, region, seen_mpp(traj, region), masks.fraction(traj, region)))
+    return found
+
+
+def band_label(value: float | None, edges: tuple[float, ...], unit: str) -> str:
+    if value is None:
+        return "unknown"
+    low = 0.0
+    for edge in edges:
+        if value <= edge:
+            return f"{low:g}–{edge:g}{unit}"
+        low = edge
+    return f"> {edges[-1]:g}{unit}"
+
+
+def bands(found: list[Crop], edges: tuple[float, ...], unit: str, value: str) -> list[Band]:
+    """Crops counted by band of `value` ("mpp" or "tissue"), in band order, "unknown" last."""
+    groups: dict[str, list[Crop]] = defaultdict(list)
+    for crop in found:
+        groups[band_label(getattr(crop, value), edges, unit)].append(crop)
+    order = [band_label(edge, edges, unit) for edge in edges] + [f"> {edges[-1]:g}{unit}", "unknown"]
+    rows = []
+    for label in order:
+        members = groups.get(label, [])
+        if not members:
+            continue
+        tissue = [crop.tissue for crop in members if crop.tissue is not None]
+        rows.append(
+            Band(
+                label=label,
+                crops=len(members),
+                items=len({(c.run.record.key, c.run.record.run_index) for c in members}),
+                tissue_mean=statistics.fmean(tissue) if tissue else None,
+            )
+        )
+    return rows
+
+
+def steps_vs_correct(runs: list[ItemRun]) -> list[StepsRow]:
+    """Item-runs and correct ones by the number of steps used (crops, notes and the answer)."""
+    groups: dict[int, list[bool]] = defaultdict(list)
+    for run in runs:
+        groups[run.record.steps].append(run.record.correct)
+    return [StepsRow(steps, len(group), sum(group)) for steps, group in sorted(groups.items())]
+
+
+def per_run(found: list[Crop]) -> dict[tuple[str, int], tuple[float | None, float | None]]:
+    """(key, run index) -> (finest mpp reached, mean tissue fraction) over its crops."""
+    groups: dict[tuple[str, int], list[Crop]] = defaultdict(list)
+    for crop in found:
+        groups[crop.run.record.slot].append(crop)
+    result = {}
+    for slot, members in groups.items():
+        mpps = [c.mpp for c in members if c.mpp is not None]
+        tissue = [c.tissue for c in members if c.tissue is not None]
+        result[slot] = (min(mpps) if mpps else None, statistics.fmean(tissue) if tissue else None)
+    return result

@@ -1,0 +1,39 @@
+"""One fault-injected job folder per module: real synthetic slides, the real runner and agent, the
+trajectory pages, and report.html written from the folder."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from giant.job_layout import JobLayout
+from giant.report import write_report
+from giant.tracking.viewer import write_html
+from tests.eval.runner_fixtures import SLIDES, evaluate, write_slides
+from tests.report.faults import FaultPlanProvider, make_items
+
+
+class FaultedJob:
+    def __init__(self, layout: JobLayout, provider: FaultPlanProvider, wsi_root: Path) -> None:
+        self.layout = layout
+        self.provider = provider
+        self.wsi_root = wsi_root
+
+
+@pytest.fixture(scope="module")
+def faulted(tmp_path_factory: pytest.TempPathFactory) -> FaultedJob:
+    root = tmp_path_factory.mktemp("faulted")
+    wsi_root = write_slides(root / "wsi", SLIDES)
+    provider = FaultPlanProvider()
+    out = root / "job"
+    # In a thread of its own: Playwright's sync API keeps an event loop running in this one.
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, evaluate(make_items(), wsi_root, provider, out, concurrency=4)).result()
+    layout = JobLayout(out)
+    for path in layout.trajectory_files():
+        write_html(path.parent)
+    write_report(out)
+    return FaultedJob(layout, provider, wsi_root)

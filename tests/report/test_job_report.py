@@ -1,0 +1,72 @@
+"""The job writes report.html itself: the real CLI (scripts/run_eval.py) in a subprocess on the demo
+data, with the MLflow run in a sqlite store under tmp (report.html among its artifacts), and without
+MLflow (the page is in the job folder all the same)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from giant.job_layout import TRAJECTORY_FILE, JobLayout
+from giant.wsi.slide import Slide
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "run_eval.py"
+
+
+def run_job(tmp: Path, *args: str) -> Path:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
+    env.update(GIANT_CACHE_DIR=str(tmp / "cache"), GIANT_OUTPUT_DIR=str(tmp / "outputs"))
+    job = tmp / "job"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "provider=random",
+            "agent.max_steps=3",
+            "limit=3",
+            f"hydra.run.dir={job}",
+            *args,
+        ],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return job
+
+
+@pytest.mark.slow
+def test_job_logs_report_to_mlflow(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
+    job = run_job(tmp_path, f"tracking.uri={uri}")
+    layout = JobLayout(job)
+    page = layout.report.read_text(encoding="utf-8")
+    assert page.count("<tr data-task=") == 3
+
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name("giant")
+    (run,) = client.search_runs([experiment.experiment_id], "tags.`giant.role` = 'job'")
+    names = [artifact.path for artifact in client.list_artifacts(run.info.run_id)]
+    assert "report.html" in names
+    logged = Path(client.download_artifacts(run.info.run_id, "report.html", str(tmp_path / "dl")))
+    assert logged.read_text(encoding="utf-8").count("<tr data-task=") == 3
+
+    # the trajectory records the slide's mpp, which the report's magnification needs
+    trajectory = json.loads(next(layout.trajectories.rglob(TRAJECTORY_FILE)).read_text())
+    with Slide.open(trajectory["slide_path"]) as slide:
+        assert slide.mpp_x is not None and trajectory["slide_mpp"] == slide.mpp_x
+
+
+@pytest.mark.slow
+def test_job_without_mlflow_writes_the_report(tmp_path: Path) -> None:
+    job = run_job(tmp_path, "tracking.enabled=false")
+    assert JobLayout(job).report.read_text(encoding="utf-8").count("<tr data-task=") == 3
