@@ -17,7 +17,7 @@ th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
 .filters label{margin-right:1em}.muted{color:#666}.flag{background:#fff3cd;border:1px solid #e0b100;
 padding:.5em .8em;border-radius:4px}.yes{color:#1b7f3b;font-weight:bold}.no{color:#b00020;font-weight:bold}
 .diag{background:#dcefdc}.fail{background:#f8e0e0}td.text{max-width:38em;overflow-wrap:anywhere}
-details{margin:.5em 0}
+details{margin:.5em 0}#items td:first-child{white-space:nowrap}
 """
 
 SCRIPT = """

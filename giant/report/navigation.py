@@ -20,6 +20,10 @@ log = logging.getLogger(__name__)
 # Upper edges of the magnification bands, in microns per pixel (40x, 20x, 10x, 5x, 2.5x, 1.25x).
 MPP_BANDS = (0.3, 0.6, 1.2, 2.4, 4.8, 9.6)
 TISSUE_BANDS = (0.1, 0.5, 0.9)  # upper edges: mostly glass, partly tissue, mostly tissue, all tissue
+# The mask's long side: 1024 px costs about a third of the patch sampler's 2048 per slide (the report
+# builds one mask per slide of the job) and still spans ten mask pixels across a crop of 1/100 of the
+# slide; benchmarks/report_tissue.py measures both.
+MASK_SIDE = 1024
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,7 @@ class TissueMasks:
             return None
         try:
             with Slide.open(path) as slide:
-                return TissueMask.from_slide(slide)
+                return TissueMask.from_slide(slide, MASK_SIDE)
         except SlideError as exc:
             log.info("report: no tissue fractions for %s (%s)", path, exc)
             return None

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
+from giant.eval.results import SKIPPED, ResultRecord
 from giant.job_layout import TRAJECTORIES_DIR
 from giant.report import costs, labels, navigation, taxonomy
 from giant.report.assets import CSS, SCRIPT
@@ -139,7 +140,7 @@ FILTERS = ("task", "status", "why", "correct")
 
 
 def _correct(run: ItemRun) -> str:
-    if run.record.status == "skipped":
+    if run.record.status == SKIPPED:
         return "not scored"
     return "yes" if run.record.correct else "no"
 
@@ -218,8 +219,8 @@ def _items(
     )
 
 
-def _answers(records: list) -> str:
-    scored = [r for r in records if r.status != "skipped"]
+def _answers(records: list[ResultRecord]) -> str:
+    scored = [r for r in records if r.status != SKIPPED]
     if not scored:
         return "<h2>Answers</h2><p>No scored item-run.</p>"
     table = labels.confusion(scored)
@@ -342,7 +343,7 @@ def _navigation(runs: list[ItemRun], found: list[navigation.Crop]) -> str:
     )
 
 
-def _costs(records: list) -> str:
+def _costs(records: list[ResultRecord]) -> str:
     rows = [
         (
             _e(c.task),

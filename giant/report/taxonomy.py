@@ -14,7 +14,7 @@ from giant.agent.modes import find_mode
 from giant.agent.modes.navigation import NavigationConfig
 from giant.agent.trajectory import Call, Trajectory
 from giant.core import Box
-from giant.eval.results import UNPARSEABLE
+from giant.eval.results import SKIPPED, UNPARSEABLE
 from giant.llm.types import CropAction
 from giant.report.facts import ItemRun
 
@@ -47,7 +47,7 @@ _STATUS_CAUSES = {
     "provider_error": "provider_error",
     "slide_error": "slide_problem",
     "slide_missing": "slide_problem",
-    "skipped": "slide_problem",
+    SKIPPED: "slide_problem",
 }
 # Call-level events, counted over every call of the job.
 EVENTS: dict[str, str] = {

@@ -41,9 +41,10 @@ class TissueMask:
         object.__setattr__(self, "_integral", integral)
 
     @classmethod
-    def from_slide(cls, slide: Slide) -> TissueMask:
+    def from_slide(cls, slide: Slide, long_side: int = MASK_LONG_SIDE) -> TissueMask:
+        """`long_side`: the mask's resolution; a coarser one is faster for boxes far above patch size."""
         whole = Box(x=0, y=0, w=slide.width, h=slide.height)
-        image = slide.read_region(whole, MASK_LONG_SIDE).image
+        image = slide.read_region(whole, long_side).image
         return cls.from_image(image, slide.width, slide.height)
 
     @classmethod

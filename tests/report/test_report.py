@@ -103,10 +103,12 @@ def test_crop_mpp_and_tissue_from_the_slide(faulted: FaultedJob) -> None:
         assert traj is not None
         with Slide.open(traj.slide_path) as slide:
             mpp = slide.mpp_x
-            mask = masks.setdefault(traj.slide_path, TissueMask.from_slide(slide))
+            if traj.slide_path not in masks:
+                masks[traj.slide_path] = TissueMask.from_slide(slide)
         region = crop.region
         assert mpp is not None and crop.mpp == pytest.approx(mpp * region.read.w / region.output_width)
-        assert crop.tissue == pytest.approx(mask.fraction(region.read))
+        # the report's coarser mask agrees with the patch sampler's finer one
+        assert crop.tissue == pytest.approx(masks[traj.slide_path].fraction(region.read), abs=0.05)
     assert any(crop.tissue and crop.tissue > 0.1 for crop in found)
     finest = min(crop.mpp for crop in found if crop.mpp is not None)
     assert f"the finest reached {finest:.3g} µm/px" in text_of(page(faulted))
