@@ -17,7 +17,7 @@ from giant.report.assets import CSS, SCRIPT
 from giant.report.facts import ItemRun, JobFacts, gather
 from giant.tracking.artifacts import NO_ANSWER
 
-FAILED_CALLS_SHOWN = 200  # the list under the taxonomy stops here; the counts above it are complete
+ROWS_SHOWN = 2000  # the lists of failed calls and of crops stop here; the counts above them are complete
 EXAMPLES = 3  # item links per taxonomy row
 
 
@@ -64,6 +64,11 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[str]], numeric: frozense
         "<tr>" + "".join(f"<td{cls[i]}>{cell}</td>" for i, cell in enumerate(row)) + "</tr>" for row in rows
     )
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _cut_note(total: int) -> str:
+    """Under a list cut at ROWS_SHOWN rows: how much of it is shown."""
+    return f'<p class="muted">the first {ROWS_SHOWN} of {total} shown</p>' if total > ROWS_SHOWN else ""
 
 
 def _pct(part: float, whole: float) -> str:
@@ -279,12 +284,8 @@ def _taxonomy(runs: list[ItemRun], causes: dict[tuple[str, int], str]) -> str:
     ]
     event_rows += [(_e(name), "", _e(n)) for name, n in events.items() if name not in taxonomy.EVENTS and n]
     calls = taxonomy.failed_calls(runs)
-    call_rows = "".join(render_call(failed) for failed in calls[:FAILED_CALLS_SHOWN])
-    more = (
-        f"<p class='muted'>the first {FAILED_CALLS_SHOWN} of {len(calls)} shown</p>"
-        if len(calls) > FAILED_CALLS_SHOWN
-        else ""
-    )
+    call_rows = "".join(render_call(failed) for failed in calls[:ROWS_SHOWN])
+    more = _cut_note(len(calls))
     return (
         "<h2>Failure taxonomy</h2>"
         f'<p><b id="failing">{failing}</b> of {len(runs)} item-runs ended without a plain answer '
@@ -338,9 +339,27 @@ def _navigation(runs: list[ItemRun], found: list[navigation.Crop]) -> str:
         + _table(("µm/px", "crops", "item-runs", "mean tissue"), mpp_rows, frozenset({1, 2, 3}))
         + "<h3>Tissue fraction of the crops</h3>"
         + _table(("tissue fraction", "crops", "item-runs"), tissue_rows, frozenset({1, 2}))
+        + f"<details><summary>every crop ({len(found)})</summary>{_crop_list(found)}</details>"
         + "<h3>Steps used and correctness</h3>"
         + _table(("steps", "item-runs", "correct", "accuracy"), steps_rows, frozenset({0, 1, 2, 3}))
     )
+
+
+def _crop_list(found: list[navigation.Crop]) -> str:
+    rows = [
+        (
+            _link(crop.run),
+            _e(crop.number),
+            _e(crop.region.read),
+            _e(crop.region.level),
+            _e(_num(crop.mpp)),
+            "unknown" if crop.tissue is None else f"{100 * crop.tissue:.0f}%",
+        )
+        for crop in found[:ROWS_SHOWN]
+    ]
+    more = _cut_note(len(found))
+    head = ("item", "crop", "box read (level 0)", "level", "µm/px", "tissue")
+    return _table(head, rows, frozenset({1, 3, 4, 5})) + more
 
 
 def _costs(records: list[ResultRecord]) -> str:

@@ -111,7 +111,11 @@ def test_crop_mpp_and_tissue_from_the_slide(faulted: FaultedJob) -> None:
         assert crop.tissue == pytest.approx(masks[traj.slide_path].fraction(region.read), abs=0.05)
     assert any(crop.tissue and crop.tissue > 0.1 for crop in found)
     finest = min(crop.mpp for crop in found if crop.mpp is not None)
-    assert f"the finest reached {finest:.3g} µm/px" in text_of(page(faulted))
+    text = text_of(page(faulted))
+    assert f"the finest reached {finest:.3g} µm/px" in text
+    assert f"every crop ({len(found)})" in text
+    first = found[0]
+    assert f" {first.number} {first.region.read} {first.region.level} {first.mpp:.3g} " in text
 
 
 def test_unknown_mpp_and_tissue_for_old_trajectories_and_moved_slides(
