@@ -1,11 +1,12 @@
 """The job writes report.html itself: the real CLI (scripts/run_eval.py) in a subprocess on the demo
 data, with the MLflow run in a sqlite store under tmp (report.html among its artifacts), and without
-MLflow (the page is in the job folder all the same)."""
+MLflow (the page is in the job folder all the same; the scripted provider's faults in its taxonomy)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -47,7 +48,7 @@ def run_job(tmp: Path, *args: str) -> Path:
 @pytest.mark.slow
 def test_job_logs_report_to_mlflow(tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
-    job = run_job(tmp_path, f"tracking.uri={uri}")
+    job = run_job(tmp_path, "provider=random", f"tracking.uri={uri}")
     layout = JobLayout(job)
     page = layout.report.read_text(encoding="utf-8")
     assert page.count("<tr data-task=") == 3
@@ -66,7 +67,23 @@ def test_job_logs_report_to_mlflow(tmp_path: Path) -> None:
         assert slide.mpp_x is not None and trajectory["slide_mpp"] == slide.mpp_x
 
 
+SCRIPT_LINES = [  # every item: a box off the slide, a reply that is no step, a crop, the answer
+    {"reasoning": "far right", "action": {"type": "crop", "x": 10**7, "y": 0, "width": 100, "height": 100}},
+    {"error": "parse", "message": "no JSON object in the reply", "raw_text": "<b>just prose</b>"},
+    {"reasoning": "look closer", "action": {"type": "crop", "x": 0, "y": 0, "width": 800, "height": 800}},
+    {"reasoning": "done", "action": {"type": "answer", "text": '<response>{"answer": 1}</response>'}},
+]
+
+
 @pytest.mark.slow
-def test_job_without_mlflow_writes_the_report(tmp_path: Path) -> None:
-    job = run_job(tmp_path, "tracking.enabled=false")
-    assert JobLayout(job).report.read_text(encoding="utf-8").count("<tr data-task=") == 3
+def test_scripted_job_without_mlflow_writes_the_report(tmp_path: Path) -> None:
+    script = tmp_path / "script.jsonl"
+    script.write_text("".join(json.dumps(line) + "\n" for line in SCRIPT_LINES))
+    job = run_job(tmp_path, "tracking.enabled=false", "provider=scripted", f"provider.script={script}")
+    page = JobLayout(job).report.read_text(encoding="utf-8")
+    assert page.count("<tr data-task=") == 3
+    # one rejected box and one unparseable reply per item, each recovered from: three answered items
+    for event in ("invalid_box", "parse"):
+        assert re.search(rf"<td>{event}</td><td>[^<]*</td><td class=\"n\">3</td>", page), event
+    assert re.search(r'<td>answered</td><td>[^<]*</td><td class="n">3</td>', page)
+    assert "&lt;b&gt;just prose&lt;/b&gt;" in page
