@@ -20,15 +20,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ItemRun:
-    """One item-run: its record, and its trajectory when the folder still holds a readable one."""
+    """One item-run: its record, its trajectory when the folder still holds a readable one, and its
+    trajectory.html relative to the job folder when that exists (a re-score's folder has neither)."""
 
     record: ResultRecord
     trajectory: Trajectory | None
-
-    @property
-    def page(self) -> str | None:
-        """The trajectory page, relative to the job folder (the report sits at its top)."""
-        return f"{self.record.trajectory}/{TRAJECTORY_PAGE}" if self.record.trajectory else None
+    page: str | None
 
 
 @dataclass(frozen=True)
@@ -50,7 +47,7 @@ def gather(out_dir: Path) -> JobFacts:
             f"{out_dir}: no {layout.results.name} here; pass the folder of a job (its output_dir)"
         )
     latest = latest_by_slot(read_results(layout.results))
-    runs = [ItemRun(record, _trajectory(layout, record)) for record in latest.values()]
+    runs = [ItemRun(record, _trajectory(layout, record), _page(layout, record)) for record in latest.values()]
     return JobFacts(layout=layout, summary=_summary(layout), runs=runs)
 
 
@@ -64,6 +61,13 @@ def _summary(layout: JobLayout) -> Summary | None:
             "report: %s is not a summary (%s); the page leaves it out", layout.summary, exc.errors()[0]
         )
         return None
+
+
+def _page(layout: JobLayout, record: ResultRecord) -> str | None:
+    if not record.trajectory:
+        return None
+    page = f"{record.trajectory}/{TRAJECTORY_PAGE}"
+    return page if (layout.out_dir / page).is_file() else None
 
 
 def _trajectory(layout: JobLayout, record: ResultRecord) -> Trajectory | None:

@@ -172,3 +172,12 @@ def test_module_cli_rewrites_the_report(faulted: FaultedJob, tmp_path: Path) -> 
     )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.count("\n") == 1 and "no results.jsonl" in bad.stderr
+
+
+def test_no_link_where_no_trajectory_page(faulted: FaultedJob, tmp_path: Path) -> None:
+    """A re-score's folder holds results but no trajectories: rows stay, without dead links."""
+    job = tmp_path / "job"
+    shutil.copytree(faulted.layout.out_dir, job)
+    shutil.rmtree(job / "trajectories")
+    markup = write_report(job).read_text(encoding="utf-8")
+    assert "<a href" not in markup and markup.count('<tr data-task="panda"') == 20
