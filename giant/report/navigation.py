@@ -44,8 +44,10 @@ class Band:
 
 
 @dataclass(frozen=True)
-class StepsRow:
-    steps: int
+class Tally:
+    """Item-runs of one group and how many of them are correct."""
+
+    label: str
     item_runs: int
     correct: int
 
@@ -134,12 +136,26 @@ def bands(found: list[Crop], edges: tuple[float, ...], unit: str, value: str) ->
     return rows
 
 
-def steps_vs_correct(runs: list[ItemRun]) -> list[StepsRow]:
+def steps_vs_correct(runs: list[ItemRun]) -> list[Tally]:
     """Item-runs and correct ones by the number of steps used (crops, notes and the answer)."""
     groups: dict[int, list[bool]] = defaultdict(list)
     for run in runs:
         groups[run.record.steps].append(run.record.correct)
-    return [StepsRow(steps, len(group), sum(group)) for steps, group in sorted(groups.items())]
+    return [Tally(str(steps), len(group), sum(group)) for steps, group in sorted(groups.items())]
+
+
+def finest_vs_correct(runs: list[ItemRun], found: list[Crop]) -> list[Tally]:
+    """Item-runs and correct ones by the band of the finest microns per pixel they reached: does
+    zooming further in go with being right? "no crop" for item-runs that never zoomed."""
+    finest = per_run(found)
+    groups: dict[str, list[bool]] = defaultdict(list)
+    for run in runs:
+        slot = run.record.slot
+        label = band_label(finest[slot][0], MPP_BANDS, " µm/px") if slot in finest else "no crop"
+        groups[label].append(run.record.correct)
+    order = [band_label(edge, MPP_BANDS, " µm/px") for edge in MPP_BANDS]
+    order += [f"> {MPP_BANDS[-1]:g} µm/px", "unknown", "no crop"]
+    return [Tally(label, len(groups[label]), sum(groups[label])) for label in order if label in groups]
 
 
 def per_run(found: list[Crop]) -> dict[tuple[str, int], tuple[float | None, float | None]]:

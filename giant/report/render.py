@@ -325,10 +325,8 @@ def _navigation(runs: list[ItemRun], found: list[navigation.Crop]) -> str:
         (_e(b.label), _e(b.crops), _e(b.items))
         for b in navigation.bands(found, navigation.TISSUE_BANDS, "", "tissue")
     ]
-    steps_rows = [
-        (_e(s.steps), _e(s.item_runs), _e(s.correct), _pct(s.correct, s.item_runs))
-        for s in navigation.steps_vs_correct(runs)
-    ]
+    steps_rows = _tally_rows(navigation.steps_vs_correct(runs))
+    finest_rows = _tally_rows(navigation.finest_vs_correct(runs, found))
     known = [c.mpp for c in found if c.mpp is not None]
     finest = f"; the finest reached {min(known):.3g} µm/px" if known else ""
     return (
@@ -340,9 +338,15 @@ def _navigation(runs: list[ItemRun], found: list[navigation.Crop]) -> str:
         + "<h3>Tissue fraction of the crops</h3>"
         + _table(("tissue fraction", "crops", "item-runs"), tissue_rows, frozenset({1, 2}))
         + f"<details><summary>every crop ({len(found)})</summary>{_crop_list(found)}</details>"
+        + "<h3>Finest magnification reached and correctness</h3>"
+        + _table(("finest µm/px", "item-runs", "correct", "accuracy"), finest_rows, frozenset({1, 2, 3}))
         + "<h3>Steps used and correctness</h3>"
         + _table(("steps", "item-runs", "correct", "accuracy"), steps_rows, frozenset({0, 1, 2, 3}))
     )
+
+
+def _tally_rows(tallies: list[navigation.Tally]) -> list[tuple[str, ...]]:
+    return [(_e(t.label), _e(t.item_runs), _e(t.correct), _pct(t.correct, t.item_runs)) for t in tallies]
 
 
 def _crop_list(found: list[navigation.Crop]) -> str:

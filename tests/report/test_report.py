@@ -116,6 +116,13 @@ def test_crop_mpp_and_tissue_from_the_slide(faulted: FaultedJob) -> None:
     assert f"every crop ({len(found)})" in text
     first = found[0]
     assert f" {first.number} {first.region.read} {first.region.level} {first.mpp:.3g} " in text
+    # the finest magnification reached against correctness: item-runs without a crop in their own row
+    no_crop = [r for r in read_results(faulted.layout.results) if r.crops == 0]
+    never_crop = sum(fault in ("invalid_boxes", "unparseable_reply", "refusal") for fault in FAULTS.values())
+    assert (
+        len(no_crop) == never_crop + len(NO_ZOOM)
+        and f" no crop {len(no_crop)} {sum(r.correct for r in no_crop)} " in text
+    )
 
 
 def test_unknown_mpp_and_tissue_for_old_trajectories_and_moved_slides(
