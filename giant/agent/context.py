@@ -1,8 +1,14 @@
 """The conversation the agent grows step by step, and the view of it each provider call receives.
 
 The full history is kept; `render()` applies `max_images_in_context` N (paper_facts §1): the first
-image (the overview) and the N-1 newest later images stay, older images are replaced by a short text
-naming what they showed, so their descriptive text stays in context.
+image (the overview) stays, and of the later images at most N-1 are shown; an image no longer shown is
+replaced by a short text naming what it showed, so its descriptive text stays in context.
+
+Later images are dropped in blocks, not one per step: when one more would pass N-1, every later image
+but the newest is dropped at once, and the next N-2 steps only add to the end. A drop changes the
+prompt early on, so the provider's cache misses from there: dropping the oldest image at every step
+(the paper's sliding window) would miss at every step past N, while a block drop misses once per N-1
+steps (README, "Prompt caching"; benchmarks/cache_billing.py measures both).
 """
 
 from __future__ import annotations
@@ -54,10 +60,7 @@ class Context:
             for p, part in enumerate(message.parts)
             if isinstance(part, ImagePart)
         ]
-        keep = set(positions[:1]) | set(
-            positions[1:][-(self.max_images - 1) :] if self.max_images > 1 else []
-        )
-        drop = set(positions) - keep
+        drop = set(positions[1 : 1 + _dropped(len(positions) - 1, self.max_images - 1)])
         if not drop:
             return Conversation(system=self.system, messages=list(self.messages))
         messages: list[Message] = []
@@ -72,3 +75,10 @@ class Context:
                 message = message.model_copy(update={"parts": parts})
             messages.append(message)
         return Conversation(system=self.system, messages=messages)
+
+
+def _dropped(later: int, cap: int) -> int:
+    """How many of the `later` images (after the overview) are not shown when at most `cap` may be:
+    the shown ones run 1, 2, ..., cap, then back to 1 (the newest) at the next image."""
+    shown = (later - 1) % cap + 1 if cap and later else 0
+    return later - shown

@@ -89,7 +89,8 @@ def _context_lines(cfg: RegionsConfig) -> list[str]:
     visible = (
         "only the overview image stays visible"
         if kept == 0
-        else f"only the overview and the {kept} most recent crop image(s) stay visible"
+        else f"only the overview and up to {kept} recent crop image(s) stay visible (past that, "
+        "earlier crop images are hidden all at once and only the newest stays)"
     )
     return [
         f"To save context, {visible}; older crops keep only their text description, so note what "

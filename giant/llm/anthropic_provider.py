@@ -5,8 +5,13 @@ thinking is off; the API refuses forced tools with thinking on, so then tool_cho
 text reply is read as a JSON step, or else as the answer.
 tools: the authors' protocol, slide_zoom/note tools and the answer as text; only the FIRST tool call
 of a turn is executed (paper_facts §1).
-Prompt caching: cache_control breakpoints on the system prompt and on the latest image, so each step
-reads every earlier image from the cache.
+Prompt caching: the tools, tool_choice, thinking settings and system prompt are the same at every
+call of an item (a demanded answer is asked for in the message, schema.offered_actions), so the
+prefix only grows. Breakpoints (cache_control, at most 4) go on the system prompt, on the end of the
+previous call's newest message (what that call wrote: read back here, whatever the lookback), on
+the end of this call's newest message (written for the next call), and just before the oldest image
+still shown after the first message: with agent.max_images_in_context the agent drops old images in
+blocks (giant/agent/context.py), and the prefix up to there survives the next drop.
 Thinking blocks and their signatures must be re-sent unmodified before the tool_use they led to: they
 ride in the conversation as the turn's `Reasoning` parts (the instance keeps nothing per episode);
 audit records keep only the length of a signature.
@@ -128,7 +133,7 @@ class AnthropicProvider(SdkProvider[AnthropicSettings]):
             else:
                 out.append({"role": "user", "content": blocks})
         if self.cfg.prompt_caching:
-            _mark_latest_image(out)
+            _mark_breakpoints(out)
         return out
 
     def build_request(self, conversation: Conversation, ctx: CallContext) -> dict[str, Any]:
@@ -162,7 +167,7 @@ class AnthropicProvider(SdkProvider[AnthropicSettings]):
                     {"name": t.name, "description": t.description, "input_schema": t.parameters()}
                     for t in tools
                 ]
-                request["tool_choice"] = {"type": "none"} if ctx.must_answer else {"type": "auto"}
+                request["tool_choice"] = {"type": "auto"}  # constant: a change drops the message cache
         return request
 
     def _recorded(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -256,13 +261,28 @@ def _shrunk(message: dict[str, Any]) -> dict[str, Any]:
     return {**message, "content": content}
 
 
-def _mark_latest_image(messages: list[dict[str, Any]]) -> None:
-    """The second breakpoint: everything up to the newest image is cached for the next step."""
-    for message in reversed(messages):
-        for block in reversed(message["content"]):
+def _mark_breakpoints(messages: list[dict[str, Any]]) -> None:
+    """Mark the block before the oldest later image, the last block of the user message before the
+    model's last turn (the previous call's newest message, which that call marked and so wrote to the
+    cache) and the last block of the newest message."""
+    _mark_before_first_later_image(messages)
+    assistants = [i for i, message in enumerate(messages) if message["role"] == "assistant"]
+    ends = [assistants[-1] - 1] if assistants and assistants[-1] > 0 else []
+    for index in [*ends, len(messages) - 1]:
+        content = messages[index]["content"]
+        if content and messages[index]["role"] == "user":
+            content[-1] = {**content[-1], "cache_control": CACHE}
+
+
+def _mark_before_first_later_image(messages: list[dict[str, Any]]) -> None:
+    for message in messages[1:]:
+        if message["role"] != "user":
+            continue
+        for block in message["content"]:
             nested = block.get("content") if block.get("type") == "tool_result" else None
-            candidates = list(reversed(nested)) if isinstance(nested, list) else [block]
-            for candidate in candidates:
-                if candidate.get("type") == "image":
-                    candidate["cache_control"] = CACHE
-                    return
+            blocks = nested if isinstance(nested, list) else [block]
+            images = [i for i, inner in enumerate(blocks) if inner.get("type") == "image"]
+            if images:
+                if images[0] > 0:
+                    blocks[images[0] - 1] = {**blocks[images[0] - 1], "cache_control": CACHE}
+                return

@@ -11,19 +11,38 @@ is billed as plain input. Each provider class names its rule next to its image-t
 - Anthropic caches only up to the cache_control breakpoints we place (the system prompt and the
   newest image): a request reads the longest prefix that an earlier request wrote at one of its
   breakpoints, and writes (at the write rate) from there up to its own last breakpoint.
+- Anthropic looks back from each breakpoint over at most ANTHROPIC_LOOKBACK block boundaries for an
+  earlier write, so a breakpoint far past the previous write reads nothing.
+- An OpenAI-compatible server (vLLM's automatic prefix caching) reuses any shared prefix in blocks
+  of VLLM_BLOCK tokens; its billing is unknown, so the dry run counts it as plain input.
 The rules are estimates of the billing, not of the cache's eviction: every entry is assumed alive
 for the few minutes an item takes.
+
+The dry run builds its requests from a plan (giant/eval/dryrun.py); `wire_request` builds one from a
+real request body, block by block, so the benchmark (benchmarks/cache_billing.py) applies the same
+rules to what the providers actually send.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
+import io
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+from PIL import Image
 
 OPENAI_MIN_PREFIX = 1024  # shorter prompts are never cached
 OPENAI_STEP = 128  # a cache hit grows in steps of this many tokens
 ANTHROPIC_MIN_PREFIX = 1024  # Sonnet/Opus; below it a breakpoint writes nothing
+ANTHROPIC_LOOKBACK = 20  # block boundaries a breakpoint checks for an earlier write
+VLLM_BLOCK = 16  # vLLM's default KV-cache block size in tokens
+CHARS_PER_TOKEN = 4  # text tokens are estimated from characters (no tokenizer offline)
 
 
 class Segment(NamedTuple):
@@ -86,19 +105,126 @@ def openai_prefix(requests: Sequence[Request], enabled: bool = True) -> list[Cac
 
 
 def anthropic_breakpoints(requests: Sequence[Request], enabled: bool = True) -> list[CacheSplit]:
-    """Anthropic's explicit cache: nothing without breakpoints (provider.prompt_caching=false)."""
+    """Anthropic's explicit cache: nothing without breakpoints (provider.prompt_caching=false). Each
+    breakpoint reads the longest earlier write among the ANTHROPIC_LOOKBACK block boundaries that end
+    at or before it, and writes (at the write rate) from there up to the request's last breakpoint."""
     if not enabled:
         return no_caching(requests)
     written: set[int] = set()  # prefixes an earlier request ended with a breakpoint
     splits = []
     for request in requests:
         prefixes = _prefixes(request)
-        read = max((tokens for identity, tokens in prefixes if identity in written), default=0)
-        marks = [
-            prefix
-            for prefix, segment in zip(prefixes, request.segments, strict=True)
-            if segment.breakpoint and prefix[1] >= ANTHROPIC_MIN_PREFIX
-        ]
+        breakpoints = [i for i, segment in enumerate(request.segments) if segment.breakpoint]
+        read = 0
+        for end in breakpoints:
+            window = prefixes[max(0, end - ANTHROPIC_LOOKBACK + 1) : end + 1]
+            read = max([read, *(tokens for identity, tokens in window if identity in written)])
+        marks = [prefixes[i] for i in breakpoints if prefixes[i][1] >= ANTHROPIC_MIN_PREFIX]
         written.update(identity for identity, _ in marks)
         splits.append(CacheSplit(read, max(0, marks[-1][1] - read) if marks else 0))
     return splits
+
+
+def vllm_prefix(requests: Sequence[Request], enabled: bool = True) -> list[CacheSplit]:
+    """vLLM's automatic prefix caching: the longest prefix shared with an earlier request, in whole
+    KV blocks. What a local server reuses (time, not money: billing stays `no_caching`)."""
+    seen: set[int] = set()
+    splits = []
+    for request in requests:
+        prefixes = _prefixes(request)
+        shared = max((tokens for identity, tokens in prefixes if identity in seen), default=0)
+        splits.append(CacheSplit(shared // VLLM_BLOCK * VLLM_BLOCK, 0))
+        seen.update(identity for identity, _ in prefixes)
+    return splits
+
+
+# ----------------------------------------------------------------------------- real request bodies
+
+ImageTokens = Callable[[int, int], int]
+_MESSAGE_LISTS = ("input", "messages")  # OpenAI Responses / Anthropic and Chat Completions
+_ASSISTANT_TYPES = ("function_call", "reasoning")  # OpenAI items the model produced
+
+
+def wire_request(body: dict[str, Any], image_tokens: ImageTokens) -> Request:
+    """A request body as the provider's cache sees it: first everything that is not a message (tools,
+    output schema, tool_choice, reasoning and thinking settings, the instructions), then the system
+    blocks, then each message block by block (an Anthropic tool_result's nested blocks one by one).
+    A block's identity is its exact JSON, cache_control left out (a marker is not content); a block
+    with cache_control is a breakpoint. Tokens: images by the provider's formula, text by characters."""
+    head = {k: v for k, v in body.items() if k not in (*_MESSAGE_LISTS, "system")}
+    segments = [Segment(_identity(head), _tokens(head, image_tokens))]
+    system = body.get("system")
+    if isinstance(system, list):
+        for block in system:
+            _blocks(block, image_tokens, segments)
+    elif system is not None:
+        segments.append(Segment(_identity(system), _tokens(system, image_tokens)))
+    messages: list[Any] = next((body[k] for k in _MESSAGE_LISTS if isinstance(body.get(k), list)), [])
+    newest = len(segments)
+    for message in messages:
+        if _from_model(message):
+            newest = -1  # the newest message starts after the model's last turn
+        elif newest < 0:
+            newest = len(segments)
+        _blocks(message, image_tokens, segments)
+    return Request(tuple(segments), newest if newest >= 0 else len(segments))
+
+
+def _from_model(message: Any) -> bool:
+    return isinstance(message, dict) and (
+        message.get("role") == "assistant" or message.get("type") in _ASSISTANT_TYPES
+    )
+
+
+def _blocks(value: Any, image_tokens: ImageTokens, out: list[Segment]) -> None:
+    """A message or block: its own fields as one segment, then each nested block (content or
+    output lists); a cache_control marker makes the block's last segment a breakpoint."""
+    marked = isinstance(value, dict) and "cache_control" in value
+    nested_key = next(
+        (k for k in ("content", "output") if isinstance(value, dict) and isinstance(value.get(k), list)), None
+    )
+    if nested_key is None:
+        clean = {k: v for k, v in value.items() if k != "cache_control"} if marked else value
+        out.append(Segment(_identity(clean), _tokens(clean, image_tokens), breakpoint=marked))
+        return
+    shell = {k: v for k, v in value.items() if k not in (nested_key, "cache_control")}
+    out.append(Segment(_identity(shell), _tokens(shell, image_tokens)))
+    for child in value[nested_key]:
+        _blocks(child, image_tokens, out)
+    if marked:
+        out[-1] = out[-1]._replace(breakpoint=True)
+
+
+def _identity(value: Any) -> str:
+    """The exact bytes (key order kept: a reordered field is a different prefix)."""
+    return hashlib.sha256(json.dumps(value, separators=(",", ":")).encode()).hexdigest()
+
+
+def _tokens(value: Any, image_tokens: ImageTokens) -> int:
+    """Images by the provider's formula; every other string by its length."""
+    if isinstance(value, dict):
+        if value.get("type") == "base64" and isinstance(value.get("data"), str):  # Anthropic image source
+            return _image(value["data"], image_tokens)
+        return sum(_tokens(v, image_tokens) for v in value.values())
+    if isinstance(value, list):
+        return sum(_tokens(v, image_tokens) for v in value)
+    if isinstance(value, str):
+        if value.startswith("data:image/"):
+            return _image(value.partition(",")[2], image_tokens)
+        return max(1, len(value) // CHARS_PER_TOKEN)
+    return 1
+
+
+def _image(data_b64: str, image_tokens: ImageTokens) -> int:
+    width, height = _image_size(data_b64)
+    return image_tokens(width, height) if width and height else max(1, len(data_b64) // CHARS_PER_TOKEN)
+
+
+@lru_cache(maxsize=4096)
+def _image_size(data_b64: str) -> tuple[int, int]:
+    """The JPEG's size from its header (PIL reads no pixels for this); (0, 0) when it is no image."""
+    try:
+        with Image.open(io.BytesIO(base64.b64decode(data_b64))) as image:
+            return image.size
+    except (binascii.Error, OSError):
+        return (0, 0)

@@ -180,7 +180,7 @@ class OpenAIProvider(SdkProvider[OpenAISettings]):
                     }
                     for t in tools
                 ]
-                request["tool_choice"] = "none" if ctx.must_answer else "auto"
+                request["tool_choice"] = "auto"  # constant: see schema.offered_tools
                 request["parallel_tool_calls"] = True
         return request
 

@@ -43,8 +43,12 @@ _HINTS = {
 
 
 def offered_actions(ctx: CallContext) -> tuple[str, ...]:
-    """Only an answer when one is demanded or crops are not allowed; else crop, answer and extras."""
-    if ctx.must_answer or not ctx.allow_crop:
+    """Only an answer when crops are not allowed (one-shot modes); else crop, answer and extras, at
+    every step of the item alike. The schema is part of the cached prompt prefix, so a demanded
+    answer (ctx.must_answer) is asked for in the message and enforced by the agent, which rejects a
+    crop with a corrective message, never by narrowing the schema (that would make the final call,
+    the longest of the item, miss the cache)."""
+    if not ctx.allow_crop:
         return ("answer",)
     return ("crop", "answer", *ctx.extra_actions)
 

@@ -213,7 +213,7 @@ def test_max_images_in_context_drops_older_crop_images(tmp_path: Path, item: Ite
     for number, read in enumerate(reads[:2], start=1):
         assert f"[image no longer shown: crop {number} {read}]" in told
         assert f"Crop {number}: region {read}" in told  # their text stays
-    assert "only the overview and the 2 most recent crop image(s)" in (traj.system_prompt or "")
+    assert "only the overview and up to 2 recent crop image(s)" in (traj.system_prompt or "")
     # without the setting every image is sent
     everything = scripted(tmp_path, [crop(*b) for b in boxes] + [answer()])
     run(item, slide_path, everything, max_steps=6)

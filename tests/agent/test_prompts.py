@@ -41,8 +41,8 @@ def test_random_regions_prompt_says_older_images_are_dropped() -> None:
     prompt must say so, as the navigation prompt does."""
     cfg = parse_agent({"mode": "random_regions", "max_images_in_context": 3})
     text = instructions.random_regions_system_prompt(cfg, 6000, 4000, 4)
-    assert "only the overview and the 2 most recent" in text
-    assert "most recent" not in system_prompt(6000, 4000, mode="random_regions")
+    assert "only the overview and up to 2 recent" in text
+    assert "recent crop" not in system_prompt(6000, 4000, mode="random_regions")
 
 
 def test_authors_prompt_asks_to_use_the_steps_and_not_rush() -> None:

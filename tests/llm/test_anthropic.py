@@ -131,18 +131,18 @@ def test_thinking_text_reply_takes_the_first_valid_step(case: str) -> None:
     assert turn.decode_note is not None and phrase in turn.decode_note
 
 
-def test_cache_breakpoints_on_system_and_latest_image_only() -> None:
+def test_cache_breakpoints_on_system_and_the_last_two_calls_newest_messages() -> None:
     api = MockAPI(messages_body(text_block("done")))
     call(api, cfg=TOOLS_CFG, conversation=history(2))
-    marked = []
-    for m, message in enumerate(api.last["messages"]):
-        for b, block in enumerate(message["content"]):
-            for n, inner in enumerate(
-                block.get("content", []) if block["type"] == "tool_result" else [block]
-            ):
-                if isinstance(inner, dict) and "cache_control" in inner:
-                    marked.append((m, b, n, inner["type"]))
-    assert marked == [(4, 0, 1, "image")]  # the image inside the last tool result
+    marked = [
+        (m, b, block["type"])
+        for m, message in enumerate(api.last["messages"])
+        for b, block in enumerate(message["content"])
+        if "cache_control" in block
+    ]
+    # the end of the previous call's newest message (its write, read back) and of this call's
+    assert marked == [(2, 0, "tool_result"), (4, 0, "tool_result")]
+    assert "cache_control" not in json.dumps(api.last["messages"][4]["content"][0]["content"])
     assert api.last["system"][0]["cache_control"] == {"type": "ephemeral"}
     no_cache = MockAPI(messages_body(text_block("done")))
     call(no_cache, cfg=TOOLS_CFG.model_copy(update={"prompt_caching": False}), conversation=history(2))
@@ -170,7 +170,7 @@ def test_tools_mode_executes_only_the_first_tool_call() -> None:
 def test_tools_mode_final_step_and_text_answer() -> None:
     api = MockAPI(messages_body(text_block('<response>{"answer": 1}</response>')))
     turn = call(api, cfg=TOOLS_CFG, ctx=make_ctx(must_answer=True))
-    assert api.last["tool_choice"] == {"type": "none"}
+    assert api.last["tool_choice"] == {"type": "auto"}  # constant, so the message cache holds
     assert isinstance(turn.steps[0].action, AnswerAction)
 
 
@@ -255,7 +255,7 @@ def test_structured_history_answers_the_step_tool_even_without_in_reply_to() -> 
     assistant, user = api.last["messages"][1:]
     assert assistant["content"][0]["type"] == "tool_use" and assistant["content"][0]["name"] == "submit_step"
     assert user["content"][0] == {"type": "tool_result", "tool_use_id": "toolu_7", "content": "Received."}
-    assert user["content"][1] == {"type": "text", "text": "here"}
+    assert user["content"][1] == {"type": "text", "text": "here", "cache_control": {"type": "ephemeral"}}
 
 
 def test_usage_counts_cache_reads_and_writes_once() -> None:

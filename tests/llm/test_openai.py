@@ -17,6 +17,7 @@ from giant.errors import ConfigError
 from giant.llm.config import ProviderConfig, provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.runtime import estimate_tokens
+from giant.llm.schema import step_schema
 from giant.llm.types import (
     AnswerAction,
     AssistantMessage,
@@ -80,12 +81,11 @@ def test_structured_request_shape() -> None:
     assert KEY not in json.dumps(body)
 
 
-def test_structured_final_step_offers_only_the_answer() -> None:
+def test_structured_final_step_keeps_the_schema_of_every_step() -> None:
     api = MockAPI(responses_body(message(step_json({"type": "answer", "text": "<response>1</response>"}))))
     turn = call(api, CFG, ctx=make_ctx(must_answer=True))
-    assert api.last["text"]["format"]["schema"]["properties"]["action"]["properties"]["type"]["enum"] == [
-        "answer"
-    ]
+    # the schema is part of the cached prefix: the answer is demanded by the message, not the schema
+    assert api.last["text"]["format"]["schema"] == step_schema(("crop", "answer"))
     assert turn.steps[0].action == AnswerAction(text="<response>1</response>")
 
 
@@ -236,11 +236,11 @@ def test_tools_request_and_several_crops_in_order() -> None:
     assert turn.steps[0].reasoning == "Two regions look suspicious."
 
 
-def test_tools_text_reply_is_the_answer_and_final_step_disables_tools() -> None:
+def test_tools_text_reply_is_the_answer_and_final_step_keeps_the_tools() -> None:
     text = '<report>Adenocarcinoma.</report>\n<response>{"answer": 3}</response>'
     api = MockAPI(responses_body(message(text)))
     turn = call(api, cfg=TOOLS_CFG, ctx=make_ctx(must_answer=True))
-    assert api.last["tool_choice"] == "none"
+    assert api.last["tool_choice"] == "auto" and api.last["tools"][0]["name"] == "slide_zoom"
     assert turn.steps[0].action == AnswerAction(text=text)
 
 

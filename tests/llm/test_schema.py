@@ -90,7 +90,8 @@ def test_strict_mode_rules_hold() -> None:
 def test_offered_actions_follow_the_context() -> None:
     assert offered_actions(make_ctx()) == ("crop", "answer")
     assert offered_actions(make_ctx(extra_actions=("note",))) == ("crop", "answer", "note")
-    assert offered_actions(make_ctx(must_answer=True, extra_actions=("note",))) == ("answer",)
+    # a demanded answer keeps every action (the schema is part of the cached prefix)
+    assert offered_actions(make_ctx(must_answer=True, extra_actions=("note",))) == ("crop", "answer", "note")
     assert offered_actions(make_ctx(allow_crop=False)) == ("answer",)
     answer_only = step_schema(("answer",))["properties"]["action"]["properties"]
     assert set(answer_only) == {"type", "text"}

@@ -1,0 +1,159 @@
+"""Issue 15: inside an episode the request prefix never changes, so every call reads the previous one
+from the provider's prompt cache. Checked on the real wire bodies of whole episodes (real SDKs, real
+slides, tests/llm/wire_episode.py), and under each provider's caching rule (giant.llm.caching, the
+model the dry run and benchmarks/cache_billing.py use)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from giant.core import Item
+from giant.llm.caching import VLLM_BLOCK, anthropic_breakpoints, openai_prefix, vllm_prefix, wire_request
+from giant.llm.config import ProviderConfig, provider_settings
+from giant.llm.factory import provider_class
+from giant.wsi.synthetic import write_synthetic_slide
+from tests.llm.wire_episode import Policy, answer_at, run_wire_episode
+
+WIDTH, HEIGHT = 6000, 4000
+S = 1000  # images large enough that the first request passes the providers' 1024-token minimum
+ITEM = Item(
+    benchmark="tcga_slidebench",
+    benchmark_id="15",
+    image_path="slide.svs",
+    prompt='Which tissue is this?\n1. a\n2. b\n3. c\n4. d\nAnswer as {"answer": N}.',
+    options=("a", "b", "c", "d"),
+    truth=2,
+    metric="accuracy",
+)
+PROVIDERS = {
+    "openai-structured": ("openai", {"protocol": "structured"}),
+    "openai-tools": ("openai", {"protocol": "tools"}),
+    "anthropic-structured": ("anthropic", {"protocol": "structured"}),
+    "anthropic-structured-no-thinking": ("anthropic", {"protocol": "structured", "thinking_budget": None}),
+    "anthropic-tools": ("anthropic", {"protocol": "tools"}),
+    "compatible-json-schema": ("openai_compatible", {"json_schema": True}),
+    "compatible-schema-in-prompt": ("openai_compatible", {"json_schema": False}),
+}
+COMPATIBLE = {"model": "qwen2.5-vl", "base_url": "http://127.0.0.1:8000/v1"}
+
+
+@pytest.fixture(scope="module")
+def slide(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_synthetic_slide(tmp_path_factory.mktemp("slide") / "slide.svs", WIDTH, HEIGHT, seed=15)
+
+
+@pytest.fixture(autouse=True)
+def keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+
+
+def settings(case: str) -> ProviderConfig:
+    name, overrides = PROVIDERS[case]
+    return provider_settings(name, **(COMPATIBLE if name == "openai_compatible" else {}), **overrides)
+
+
+def episode(case: str, slide: Path, policy: Policy, **agent: Any) -> list[dict[str, Any]]:
+    traj, bodies = run_wire_episode(
+        settings(case), ITEM, slide, policy, size=(WIDTH, HEIGHT), crop_size=S, **agent
+    )
+    assert traj.status == "answered", traj.reason
+    return bodies
+
+
+def unmarked(value: Any) -> Any:
+    """The body without Anthropic's cache_control markers (they say where to cache, not what)."""
+    if isinstance(value, dict):
+        return {k: unmarked(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [unmarked(v) for v in value]
+    return value
+
+
+def extends(earlier: dict[str, Any], later: dict[str, Any]) -> bool:
+    """`later` is `earlier` byte for byte (settings, tools, schema, system, every message, in order)
+    with messages only added at the end."""
+    a, b = unmarked(earlier), unmarked(later)
+    key = "input" if "input" in a else "messages"
+    settings_a, settings_b = ({k: v for k, v in body.items() if k != key} for body in (a, b))
+    return json.dumps(settings_a) == json.dumps(settings_b) and b[key][: len(a[key])] == a[key]
+
+
+def images(value: Any) -> int:
+    """Image blocks in a body, whatever the API calls them."""
+    if isinstance(value, dict):
+        own = value.get("type") in ("input_image", "image", "image_url")
+        return own + sum(images(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(images(v) for v in value)
+    return 0
+
+
+def breaks(bodies: list[dict[str, Any]]) -> list[int]:
+    """The 1-based call numbers whose request does not extend the previous one."""
+    return [n + 2 for n, (a, b) in enumerate(itertools.pairwise(bodies)) if not extends(a, b)]
+
+
+def crop_past_t(t: int) -> Policy:
+    """A model that crops at step T too (rejected with a corrective) and then answers."""
+    return lambda n: "answer" if n > t else "crop"
+
+
+@pytest.mark.parametrize("case", list(PROVIDERS))
+@pytest.mark.parametrize(
+    ("mode", "policy"),
+    [
+        pytest.param("paper", crop_past_t(4), id="paper-crop-at-T"),
+        pytest.param("giant", answer_at(4), id="giant"),
+    ],
+)
+def test_every_call_extends_the_previous_request(case: str, mode: str, policy: Policy, slide: Path) -> None:
+    """The forced answer at T (and the corrective after a crop at T) change only the newest message:
+    schema, tools, tool_choice, system prompt and settings stay as they were."""
+    bodies = episode(case, slide, policy, mode=mode, max_steps=4)
+    assert len(bodies) == (5 if mode == "paper" else 4)
+    assert breaks(bodies) == []
+
+
+@pytest.mark.parametrize("case", list(PROVIDERS))
+def test_each_call_reads_everything_the_previous_call_sent(case: str, slide: Path) -> None:
+    """Under the provider's own caching rule: OpenAI reads the previous request down to its 128-token
+    step, Anthropic reads it whole (a breakpoint sits where the previous call wrote), a vLLM server
+    reuses it down to its KV block. Authors mode's restarts (calls 4 and 7: T=3 calls without an
+    answer end an attempt) read the first attempt's opening call."""
+    name = settings(case).name
+    bodies = episode(case, slide, lambda n: "answer" if n > 6 else "crop", mode="authors", max_steps=3)
+    assert len(bodies) == 7 and bodies[3] == bodies[6] == bodies[0]  # a restart opens as the first call
+    requests = [wire_request(body, provider_class(name).image_tokens) for body in bodies]
+    rule, step = {"openai": (openai_prefix, 128), "anthropic": (anthropic_breakpoints, 1)}.get(
+        name, (vllm_prefix, VLLM_BLOCK)
+    )
+    reads = [split.read for split in rule(requests, True)]
+    previous = [requests[0].tokens, *(r.tokens for r in requests[:-1])]
+    previous[3] = previous[6] = requests[0].tokens  # a restart shares the first call, then goes its way
+    assert requests[0].tokens >= 1024
+    assert reads[1:] == [tokens // step * step for tokens in previous[1:]]
+
+
+def test_forced_answers_keep_the_prefix_in_paper_mode_under_the_cache_rule(slide: Path) -> None:
+    """The final call, the longest of the item, reads all but its newest message (it read nothing
+    when the schema changed at T)."""
+    bodies = episode("openai-structured", slide, answer_at(5), mode="paper", max_steps=5)
+    requests = [wire_request(body, provider_class("openai").image_tokens) for body in bodies]
+    final = openai_prefix(requests, True)[-1]
+    assert final.read == requests[-2].tokens // 128 * 128 > 0
+
+
+@pytest.mark.parametrize("case", ["openai-structured", "anthropic-tools"])
+def test_pruned_images_break_the_prefix_once_per_block(case: str, slide: Path) -> None:
+    """max_images_in_context=3 (two crop images besides the overview): the prefix changes only at the
+    calls where a block of old images is dropped, every second call past the third, not at every
+    call past the third as a sliding window does; no request shows more than 3 images."""
+    bodies = episode(case, slide, answer_at(9), mode="giant", max_steps=9, max_images_in_context=3)
+    assert [images(body) for body in bodies] == [1, 2, 3, 2, 3, 2, 3, 2, 3]
+    assert breaks(bodies) == [4, 6, 8]
