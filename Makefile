@@ -14,6 +14,13 @@ $(VENV_STAMP): pyproject.toml
 	touch $(VENV_STAMP)
 
 install: $(VENV_STAMP) ## create .venv and install giant with dev extras
+# PyTorch pinned before the extra, so pip never picks a build by itself. For a CPU-only build from
+# PyPI's index add TORCH_INDEX="--index-url https://download.pytorch.org/whl/cpu".
+TORCH_SPEC ?= torch==2.13.0
+TORCH_INDEX ?=
+install-conch: $(VENV_STAMP) ## add the CONCH tool: pinned PyTorch, then the conch extra (tokenizers)
+	$(PY) -m pip install -q $(TORCH_INDEX) "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -e '.[dev,conch]'
 
 test: $(VENV_STAMP) ## run the whole offline test suite (slow tests included)
 	$(PY) -m pytest -q
@@ -30,6 +37,7 @@ bench: $(VENV_STAMP) ## performance measurements (print numbers, assert nothing)
 	$(PY) benchmarks/crop_latency.py
 	$(PY) benchmarks/runner_overhead.py
 	$(PY) benchmarks/fetch_throughput.py
+	$(PY) benchmarks/conch_latency.py
 
 demo: $(VENV_STAMP) ## synthetic slides, random provider, a real sweep into MLflow, a results table
 	@dir=multirun/demo/$$(date +%Y-%m-%d_%H-%M-%S); \

@@ -23,13 +23,14 @@ from giant.agent.config import AgentConfig
 from giant.agent.modes import MODES, modes_with_setting
 from giant.errors import ConfigError, exit_with
 from giant.llm.config import PROVIDER_NAMES, ProviderConfig, providers_with
+from giant.tools.settings import ToolSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = PROJECT_ROOT / "conf"
 
 # The config groups a user picks on the command line (`provider=anthropic`); checked up front so an
 # unknown option is one line instead of Hydra's multi-line report.
-GROUPS = ("provider", "dataset", "agent", "tracking", "launcher", "experiment")
+GROUPS = ("provider", "dataset", "agent", "tracking", "launcher", "experiment", "tools")
 
 if not OmegaConf.has_resolver("giant_root"):
     # conf/config.yaml hangs its default paths off the project root, not the working directory.
@@ -138,13 +139,14 @@ class RunSettings(_Strict):
     agent: AgentConfig
     run: RunOptions
     tracking: TrackingSettings
+    tools: ToolSettings | None  # conf/tools/; None where a record predates the tools (a re-score)
 
     @classmethod
     def from_config(cls, cfg: DictConfig) -> RunSettings:
         """Resolve, validate and cross-check; raises ConfigError (one line) on any problem."""
         data = resolve(cfg)
         run_keys = set(RunOptions.model_fields)
-        sections = {key: data.get(key) for key in ("paths", "provider", "dataset", "agent", "tracking")}
+        sections = {key: data.get(key) for key in ("paths", "provider", "dataset", "agent", "tracking", "tools")}
         sections["run"] = {key: value for key, value in data.items() if key in run_keys}
         try:
             settings = cls.model_validate(sections)
@@ -173,17 +175,33 @@ class RunSettings(_Strict):
         """The validated settings as JSON data laid out like conf/config.yaml (run options at the top
         level, so each dotted key is its command-line override). The one record of a job's config:
         resolved_config.json and the MLflow params are both written from it."""
-        data = self.model_dump(mode="json")
+        data = self._without_idle_tools(self.model_dump(mode="json"))
         return {**data.pop("run"), **data}
+
+    def enabled_tools(self) -> list[str]:
+        """The tools `agent.tools` turns on (only the navigation modes have the setting)."""
+        return list(getattr(self.agent, "tools", []))
+
+    def _without_idle_tools(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Tool settings count only when a tool is on: a run without tools records and hashes as it
+        did before tools existed (its resume key and MLflow params stay the same)."""
+        if not self.enabled_tools():
+            data.pop("tools", None)
+            if data["agent"].get("tools") == []:
+                data["agent"].pop("tools")
+        return data
 
     def config_hash(self) -> str:
         """Hash of what changes episodes: paths, tracking, pacing (concurrency, budget, rate limits,
         timeouts), which items and how many runs (a pilot grows into the full run; runs_per_item=5
         continues runs_per_item=1) and scoring (carried-over answers are scored again) are left out,
         so such a rerun continues the same job instead of paying again."""
-        data = self.model_dump(mode="json")
+        data = self._without_idle_tools(self.model_dump(mode="json"))
         data.pop("paths")
         data.pop("tracking")
+        if "tools" in data:
+            for key in ("device", "hf_token_env"):  # where the model runs and how it was fetched
+                data["tools"]["conch"].pop(key)
         for key in RUN_KEYS_NOT_HASHED:
             data["run"].pop(key)
         for key in ("rpm", "tpm", "timeout_s", "max_retries", "api_key_env", "base_url", "pricing_file"):

@@ -101,6 +101,9 @@ def run_job(cfg: DictConfig) -> float | None:
         from giant.llm.factory import check_credentials
 
         check_credentials(settings.provider)
+        from giant.tools import prepare
+
+        prepare(settings.enabled_tools(), settings.tools)  # the weights load once, or one line says why not
     hydra_cfg = HydraConfig.get()
     out_dir = Path(hydra_cfg.runtime.output_dir)
     data = load_data(settings)

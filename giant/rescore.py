@@ -37,6 +37,7 @@ from giant.eval.summary import Summary
 from giant.job import CONFIG_ARTIFACTS, JobData, finish_tracking, load_data, write_outputs
 from giant.job_layout import JobLayout
 from giant.llm.config import ProviderConfig, settings_class
+from giant.tools.settings import ToolSettings
 from giant.tracking.tables import RESCORE_TAG, SOURCE_START_TAG
 
 RUN_ID = re.compile(r"[0-9a-f]{32}")
@@ -124,7 +125,7 @@ def settings_of(record: dict[str, Any]) -> RunSettings:
     """A job's settings from its resolved_config.json. The provider section is taken as recorded,
     not validated: a re-score never builds the provider, so its script or key need not exist."""
     data = dict(record)
-    sections = {key: data.pop(key, None) for key in ("paths", "provider", "dataset", "agent", "tracking")}
+    sections = {key: data.pop(key, None) for key in ("paths", "provider", "dataset", "agent", "tracking", "tools")}
     try:
         provider = sections["provider"] or {}
         return RunSettings.model_construct(
@@ -136,6 +137,7 @@ def settings_of(record: dict[str, Any]) -> RunSettings:
             agent=parse_agent(sections["agent"] or {}),
             run=RunOptions.model_validate(data),
             tracking=TrackingSettings.model_validate(sections["tracking"]),
+            tools=ToolSettings.model_validate(sections["tools"]) if sections["tools"] else None,
         )
     except ValidationError as exc:
         raise ConfigError(one_line(exc)) from None

@@ -27,6 +27,7 @@ from giant.config import (
 )  # also registers ${giant_root:}
 from giant.errors import EXIT_CONFIG, ConfigError, exit_with
 from giant.llm.config import ProviderConfig
+from giant.tools.settings import ToolSettings
 
 EXIT_FAILED = 1  # the slide cannot be read, or the episode ended without an answer
 SLIDE_STATUSES = ("slide_error", "slide_missing")
@@ -42,6 +43,7 @@ class AskSettings(BaseModel):
     seed: int
     provider: ProviderConfig
     agent: AgentConfig
+    tools: ToolSettings
 
 
 def settings_from(cfg: DictConfig) -> AskSettings:
@@ -67,6 +69,7 @@ def ask(cfg: DictConfig) -> None:
     from giant.eval.voting import TIE_RULES
     from giant.job_layout import TRAJECTORY_FILE
     from giant.llm.factory import build_provider
+    from giant.tools import prepare
     from giant.tracking.viewer import write_html
     from giant.wsi.slide import Slide, SlideError
 
@@ -94,6 +97,7 @@ def ask(cfg: DictConfig) -> None:
         truth=1,  # required by Item, unused here: a one-off question has no known answer and is not scored
         metric="accuracy",
     )
+    prepare(getattr(settings.agent, "tools", []), settings.tools)
     provider = build_provider(settings.provider)
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     traj = asyncio.run(

@@ -37,8 +37,11 @@ from giant.agent.images import Rendered, render_region
 from giant.agent.modes.navigation import NavigationConfig, NavigationRules
 from giant.agent.trajectory import Call
 from giant.core import Box, Status
+from giant.tools.action import UnusableCall, score_hypotheses
+from giant.tools.registry import active as active_tool
 from giant.llm.types import (
     AnswerAction,
+    ConchAction,
     CropAction,
     ImagePart,
     ModelTurn,
@@ -92,6 +95,7 @@ class _Attempt:
     steps: int = 0  # crops and notes executed in this attempt
     turns: int = 0  # provider calls that returned a turn (the budget when it counts calls)
     examined: list[str] = field(default_factory=list)
+    latest: tuple[str, Box] | None = None  # the newest crop's label and box (None: the overview)
     notes: list[str] = field(default_factory=list)
     forced: bool = False  # the force-answer notice has been sent
     budget_forced: bool = False
@@ -105,7 +109,9 @@ class Navigator:
         self.system = system
         self.t = ep.cfg.max_steps
         self.counter = RetryCounter(ep.cfg.max_retries)
-        self.extra_actions = ("note",) if ep.cfg.note_tool else ()
+        self.extra_actions = (*(("note",) if ep.cfg.note_tool else ()), *ep.cfg.tools)
+        if "conch" in ep.cfg.tools:
+            self.system += "\n\n" + instructions.conch_prompt(active_tool("conch").max_hypotheses)
 
     async def run(self) -> None:
         attempts = self.rules.attempts
@@ -218,6 +224,17 @@ class Navigator:
                 state.steps += 1
                 ep.steps += 1
                 replies.append(_Reply(step.call_id, [TextPart(text=instructions.NOTE_RECORDED)]))
+            elif isinstance(action, ConchAction):
+                image, box = state.latest or ("the overview", ep.full_box)
+                try:
+                    result = await score_hypotheses(ep, call.index, image, box, action)
+                except UnusableCall as exc:
+                    reject(step, exc.feedback, self._failure_status(state), "unusable conch call")
+                    continue
+                state.steps += 1
+                ep.steps += 1
+                left = instructions.calls_left_text(t - self._used(state))
+                replies.append(_Reply(step.call_id, [TextPart(text=f"{result}\n\n{left}")]))
             self.counter.reset()
             failure = None  # the streak is judged by the turn's last action
 
@@ -258,6 +275,7 @@ class Navigator:
         ep.crops += 1
         label = f"crop {len(state.examined) + 1}"
         state.examined.append(f"{label} {region.read}")
+        state.latest = (label, region.read)
         text = instructions.region_text(
             label.capitalize(), region.read, requested, ep.width, ep.height, region.level, region.clamped
         )

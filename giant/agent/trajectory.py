@@ -50,6 +50,20 @@ class Region(BaseModel):
     clamped: bool = False
 
 
+class ToolCall(BaseModel):
+    """One tool call the agent executed (giant.tools): what was scored and the scores."""
+
+    call_index: int  # the provider call that asked for it
+    tool: str  # "conch"
+    model: str  # the scorer's label, e.g. "CONCH (MahmoodLab/CONCH)" or "tiny-random (seed 0)"
+    image: str  # which image the model meant: "the overview" or "crop N"
+    region: Box  # level-0 box the scorer saw (the central square of that image's region)
+    input_size: int  # pixels on a side, read from the slide at the scorer's resolution
+    hypotheses: list[str]
+    scores: list[float]  # one per hypothesis, in the hypotheses' order
+    seconds: float = 0.0
+
+
 class TrajectoryTotals(TokenCounts):
     """One episode's sums (eval's `Totals` sums a whole job)."""
 
@@ -79,6 +93,7 @@ class Trajectory(BaseModel):
     calls: list[Call] = Field(default_factory=list)
     regions: list[Region] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=list)
     answer: str | None = None  # the model's final answer text (task part from <response> if present)
     # patch mode: each patch's answer text in patch order (None: that patch got no answer); the
     # agent never scores, eval extracts and votes over these with the run's settings

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from giant.llm.types import (
     AnswerAction,
     CallContext,
+    ConchAction,
     CropAction,
     NoteAction,
     ParseError,
@@ -28,6 +29,7 @@ ACTION_MODELS: dict[str, type[BaseModel]] = {
     "crop": CropAction,
     "answer": AnswerAction,
     "note": NoteAction,
+    "conch": ConchAction,
 }
 
 # Guidance for the model only; constraints come from the pydantic models.
@@ -39,6 +41,7 @@ _HINTS = {
     "width": "crop: width, level-0 pixels (null for other actions).",
     "height": "crop: height, level-0 pixels (null for other actions).",
     "text": "answer: the final report and response; note: the observation (null for other actions).",
+    "hypotheses": "conch: short descriptions to score against the latest image (null for other actions).",
 }
 
 
@@ -188,6 +191,12 @@ TOOLS: dict[str, Tool] = {
             {"x0": "x", "y0": "y", "w": "width", "h": "height"},
         ),
         Tool("note", "note", "Record an observation to keep in mind.", {"observation": "text"}),
+        Tool(
+            "conch",
+            "conch",
+            "Ask the CONCH pathology image-text model how well each description matches the latest image.",
+            {"hypotheses": "hypotheses"},
+        ),
     )
 }
 TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS.values()}

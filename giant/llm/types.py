@@ -45,7 +45,18 @@ class NoteAction(BaseModel):
     text: NonEmptyStr
 
 
-Action = Annotated[CropAction | AnswerAction | NoteAction, Field(discriminator="type")]
+HYPOTHESES_CAP = 16  # the most hypotheses one conch call may send (tools.conch.max_hypotheses <= this)
+
+
+class ConchAction(BaseModel):
+    """The CONCH tool (paper Table 3): text hypotheses scored against the most recent image."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["conch"] = "conch"
+    hypotheses: list[NonEmptyStr] = Field(min_length=1, max_length=HYPOTHESES_CAP)
+
+
+Action = Annotated[CropAction | AnswerAction | NoteAction | ConchAction, Field(discriminator="type")]
 
 
 class Step(BaseModel):
@@ -174,8 +185,8 @@ class CallContext(BaseModel):
     answer_space: AnswerSpace
     must_answer: bool = False  # the final step (or a forced answer): a crop will be rejected
     allow_crop: bool = True  # False for one-shot modes (thumbnail, patch)
-    # Actions beyond crop and answer the model is offered (schema enum / tools): the note tool.
-    extra_actions: tuple[Literal["note"], ...] = ()
+    # Actions beyond crop and answer the model is offered (schema enum / tools): the note tool, CONCH.
+    extra_actions: tuple[Literal["note", "conch"], ...] = ()
     record_path: str | None = None  # if set, append the sanitized request and response here (JSONL)
 
 

@@ -16,7 +16,7 @@ from giant.llm.schema import (
 from giant.llm.types import CropAction, NoteAction, ParseError, Step
 from tests.llm.conftest import make_ctx
 
-ALL = ("crop", "answer", "note")
+ALL = ("crop", "answer", "note", "conch")
 CONSTRAINT_KEYS = {"minimum", "exclusiveMinimum", "maximum", "minLength", "maxLength", "minItems", "pattern"}
 
 
@@ -54,7 +54,7 @@ def test_every_pydantic_constraint_is_in_the_schema() -> None:
                 continue
             assert constraints(action[name]) == constraints(prop), name
             checked += bool(constraints(prop))
-    assert checked == 6  # x, y, width, height, text (answer and note)
+    assert checked == 7  # x, y, width, height, text (answer and note), hypotheses
     reasoning = Step.model_json_schema()["properties"]["reasoning"]
     assert constraints(schema["properties"]["reasoning"]) == constraints(reasoning)
 

@@ -21,6 +21,8 @@ class NavigationConfig(RegionsConfig):
     """The settings of the navigation loop, shared by giant, paper and authors."""
 
     note_tool: bool = False
+    # Tools the model may consult besides cropping (giant.tools; their settings under tools.<name>).
+    tools: list[Literal["conch"]] = Field(default_factory=list)
     strict_crops: bool = False  # True: invalid boxes are fed back as errors instead of clamped
     # Corrective messages after rule violations (a crop when the answer is due; an early answer in
     # paper mode); the next violation fails the item. The paper's "3 retries" (loop.py docstring).

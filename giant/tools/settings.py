@@ -1,0 +1,29 @@
+"""The tools' settings (`tools.<name>.*`, defaults in conf/tools/<name>.yaml): types and checks only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from giant.llm.types import HYPOTHESES_CAP
+
+
+class ConchSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # "tiny-random" (a small random model built in code), a checkpoint file, or a Hugging Face repo id
+    weights: str = Field(min_length=1)
+    tokenizer: Path | None  # CONCH's tokenizer JSON; None: beside the checkpoint, or from the repo
+    max_hypotheses: int = Field(ge=1, le=HYPOTHESES_CAP)
+    device: str = Field(pattern=r"^(auto|cpu|cuda(:\d+)?|mps)$")
+    hf_token_env: str = Field(min_length=1)  # the environment variable holding the Hugging Face token
+    seed: int  # the tiny random model's weights
+
+
+class ToolSettings(BaseModel):
+    """Every tool's settings; a tool runs only when `agent.tools` names it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    conch: ConchSettings
