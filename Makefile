@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 VENV_STAMP := .venv/.installed
 
-.PHONY: help install test test-fast lint bench demo ui tables clean
+.PHONY: help install test test-fast lint bench demo ui tables compare clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -55,6 +55,10 @@ ui: $(VENV_STAMP) ## MLflow UI on 127.0.0.1 against the default store
 
 tables: $(VENV_STAMP) ## rebuild the paper's tables and plots from logged runs (TABLES_ARGS="--published ...")
 	$(PY) scripts/make_tables.py $(TABLES_ARGS)
+
+compare: $(VENV_STAMP) ## paired comparison of runs: make compare A=<job folder|run id> B=<...> [COMPARE_ARGS="C --out DIR"]
+	@test -n "$(A)" -a -n "$(B)" || { echo "compare: pass A=<job folder or MLflow run id> B=<...>" >&2; exit 2; }
+	$(PY) scripts/compare.py "$(A)" "$(B)" $(COMPARE_ARGS)
 
 clean: ## remove caches and outputs (keeps .venv and mlruns)
 	rm -rf outputs multirun .pytest_cache .mypy_cache .ruff_cache

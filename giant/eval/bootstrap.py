@@ -22,19 +22,29 @@ def bootstrap(
     replicates: int = 1000,
     seed: int = 0,
 ) -> Bootstrap:
+    check_arguments(metric, replicates)
+    point = score(truth, pred, metric)  # also validates lengths and emptiness
+    values = replicate_scores(truth, pred, metric, resamples(len(truth), replicates, seed))
+    return interval(point, values, replicates, seed)
+
+
+def check_arguments(metric: str, replicates: int) -> None:
     if metric not in METRIC_NAMES:
         raise ValueError(f"unknown metric {metric!r}; use one of {', '.join(METRIC_NAMES)}")
     if replicates < 1:
         raise ValueError(f"replicates must be >= 1, got {replicates}")
-    point = score(truth, pred, metric)  # also validates lengths and emptiness
+
+
+def replicate_scores(
+    truth: Sequence[int], pred: Sequence[int | None], metric: str, idx: np.ndarray
+) -> np.ndarray:
+    """The metric of each replicate (one row of item indices per replicate). Public so a paired
+    comparison (giant.compare) can score two runs on the very same index matrix."""
     y_true = np.asarray(truth, dtype=np.int64)
     correct = y_true == np.asarray([FAILED if p is None else p for p in pred], dtype=np.int64)
-    idx = _resamples(len(y_true), replicates, seed)
     if metric == "accuracy":
-        values = correct[idx].mean(axis=1)
-    else:
-        values = _balanced_per_replicate(y_true, correct, idx)
-    return _interval(point, values, replicates, seed)
+        return correct[idx].mean(axis=1)
+    return _balanced_per_replicate(y_true, correct, idx)
 
 
 def bootstrap_mean(values: Sequence[float], *, replicates: int = 1000, seed: int = 0) -> Bootstrap:
@@ -44,16 +54,17 @@ def bootstrap_mean(values: Sequence[float], *, replicates: int = 1000, seed: int
             f"need values and replicates >= 1, got {len(values)} values, {replicates} replicates"
         )
     data = np.asarray(values, dtype=np.float64)
-    means = data[_resamples(len(data), replicates, seed)].mean(axis=1)
-    return _interval(float(data.mean()), means, replicates, seed)
+    means = data[resamples(len(data), replicates, seed)].mean(axis=1)
+    return interval(float(data.mean()), means, replicates, seed)
 
 
-def _resamples(n: int, replicates: int, seed: int) -> np.ndarray:
+def resamples(n: int, replicates: int, seed: int) -> np.ndarray:
     """One row of n indices drawn with replacement per replicate."""
     return np.random.default_rng(seed).integers(0, n, size=(replicates, n))
 
 
-def _interval(point: float, values: np.ndarray, replicates: int, seed: int) -> Bootstrap:
+def interval(point: float, values: np.ndarray, replicates: int, seed: int) -> Bootstrap:
+    """The point value with the replicates' mean, std and 95% percentile interval."""
     low, high = np.percentile(values, [2.5, 97.5])
     return Bootstrap(
         point=point,

@@ -1,0 +1,3 @@
+"""Paired comparison of finished runs (scripts/compare.py): per task, the runs' common items, the
+paired bootstrap interval of the difference, McNemar's exact test, the flipped items, and the files
+and MLflow run that keep the result."""

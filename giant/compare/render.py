@@ -1,0 +1,352 @@
+"""A comparison as files: markdown, LaTeX (booktabs) and CSV tables, and one self-contained HTML
+page (inline style and script, links only to the trajectory pages copied beside it)."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+
+from giant.compare.pairs import Comparison, Flip, PairResult
+from giant.tracking.published import TASK_TITLES
+from giant.tracking.tables import MISSING, latex_escape
+
+ANSWER_CHARS = 160  # answers and questions are shortened in the tables; the trajectory page has them whole
+PAIR_HEADER = [
+    "task",
+    "metric",
+    "A",
+    "B",
+    "common items",
+    "only A",
+    "only B",
+    "A (%)",
+    "B (%)",
+    "B - A (points)",
+    "95% CI low",
+    "95% CI high",
+    "both right",
+    "both wrong",
+    "A right only",
+    "B right only",
+    "McNemar p",
+    "p (Holm)",
+]
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}"
+
+
+def _points(value: float) -> str:
+    return f"{100 * value:+.1f}"
+
+
+def _p(value: float | None) -> str:
+    if value is None:
+        return MISSING
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _title(task: str) -> str:
+    return TASK_TITLES.get(task, task)
+
+
+def _interval(pair: PairResult) -> str:
+    d = pair.difference
+    return f"{_points(d.point)} [{_points(d.ci_low)}, {_points(d.ci_high)}]"
+
+
+def _short(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= ANSWER_CHARS else flat[: ANSWER_CHARS - 1] + "…"
+
+
+def _answer(label: int | None, text: str) -> str:
+    return f"{label if label is not None else 'none'}: {_short(text)}" if text else str(label)
+
+
+def _pair_cells(pair: PairResult) -> list[str]:
+    return [
+        f"{pair.a} vs {pair.b}",
+        f"{pair.n_common} ({pair.only_a} / {pair.only_b})",
+        _pct(pair.metric_a),
+        _pct(pair.metric_b),
+        _interval(pair),
+        str(pair.both_right),
+        str(pair.both_wrong),
+        str(pair.a_only_right),
+        str(pair.b_only_right),
+        _p(pair.p_value),
+        _p(pair.p_holm),
+    ]
+
+
+FLIP_HEADER = [
+    *("task", "A", "B", "key", "flip", "truth", "label_a", "label_b"),
+    *("answer_a", "answer_b", "question", "trajectory_a", "trajectory_b"),
+]
+PAIR_COLUMNS = [
+    "pair",
+    "common (only A / only B)",
+    "A (%)",
+    "B (%)",
+    "B - A [95% CI]",
+    "both right",
+    "both wrong",
+    "A right only",
+    "B right only",
+    "McNemar p",
+    "p (Holm)",
+]
+
+
+def _md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def _run_rows(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    keys = list(comparison.runs[0].differs)
+    header = ["run", "name", "task", "metric", "items", "metric (%)", *keys, "source"]
+    rows = [
+        [
+            r.letter,
+            r.name,
+            _title(r.task),
+            r.metric_name,
+            str(r.n_items),
+            _pct(r.metric),
+            *(r.differs[k] for k in keys),
+            r.run_id or r.where,
+        ]
+        for r in comparison.runs
+    ]
+    return header, rows
+
+
+def _tasks(comparison: Comparison) -> list[str]:
+    return list(dict.fromkeys(pair.task for pair in comparison.pairs))
+
+
+def to_markdown(comparison: Comparison) -> str:
+    header, rows = _run_rows(comparison)
+    lines = ["# Paired comparison", "", _md_row(header), "|" + "---|" * len(header)]
+    lines += [_md_row(row) for row in rows]
+    for task in _tasks(comparison):
+        pairs = [p for p in comparison.pairs if p.task == task]
+        lines += ["", f"## {_title(task)} ({pairs[0].metric_name})", ""]
+        lines += [_md_row(PAIR_COLUMNS), "|" + "---|" * len(PAIR_COLUMNS)]
+        lines += [_md_row(_pair_cells(pair)) for pair in pairs]
+    if comparison.single:
+        lines += [
+            "",
+            f"Only one run of: {', '.join(_title(t) for t in comparison.single)} (nothing to compare).",
+        ]
+    lines += ["", *(f"- {note}" for note in comparison.notes)]
+    lines += [f"- Paired bootstrap: {comparison.replicates} replicates, seed {comparison.seed}."]
+    for pair in comparison.pairs:
+        lines += ["", f"### Flipped items, {_title(pair.task)}, {pair.a} vs {pair.b} ({len(pair.flips)})", ""]
+        if not pair.flips:
+            lines.append("(none)")
+            continue
+        cols = ["item", "flip", "truth", f"{pair.a} answer", f"{pair.b} answer", "question", "trajectories"]
+        lines += [_md_row(cols), "|" + "---|" * len(cols)]
+        lines += [_md_row(_flip_cells(flip, pair, markdown=True)) for flip in pair.flips]
+    return "\n".join(lines) + "\n"
+
+
+def _flip_cells(flip: Flip, pair: PairResult, *, markdown: bool) -> list[str]:
+    def link(letter: str, target: str | None) -> str:
+        if target is None:
+            return f"{letter}: -"
+        return f"[{letter}]({target})" if markdown else target
+
+    return [
+        flip.key,
+        flip.direction,
+        str(flip.truth),
+        _answer(flip.label_a, flip.answer_a),
+        _answer(flip.label_b, flip.answer_b),
+        _short(flip.question),
+        " ".join((link(pair.a, flip.link_a), link(pair.b, flip.link_b))),
+    ]
+
+
+def to_latex(comparison: Comparison) -> str:
+    """One booktabs tabular of every pair (needs \\usepackage{booktabs})."""
+    cols = ["Task", "Pair", "$n$", "A (\\%)", "B (\\%)", "B $-$ A [95\\% CI]", "A only", "B only", "$p$"]
+    holm = comparison.holm_applied
+    if holm:
+        cols.append("$p$ (Holm)")
+    lines = [
+        "% Written by scripts/compare.py; needs \\usepackage{booktabs}",
+        "\\begin{tabular}{ll" + "r" * (len(cols) - 2) + "}",
+        "\\toprule",
+        " & ".join(cols) + " \\\\",
+        "\\midrule",
+    ]
+    for pair in comparison.pairs:
+        d = pair.difference
+        cells = [
+            latex_escape(_title(pair.task)),
+            f"{pair.a} vs {pair.b}",
+            str(pair.n_common),
+            _pct(pair.metric_a),
+            _pct(pair.metric_b),
+            f"${_points(d.point)}$ [${_points(d.ci_low)}$, ${_points(d.ci_high)}$]",
+            str(pair.a_only_right),
+            str(pair.b_only_right),
+            latex_escape(_p(pair.p_value)).replace("<", "$<$"),
+        ]
+        if holm:
+            cells.append(latex_escape(_p(pair.p_holm)).replace("<", "$<$"))
+        lines.append(" & ".join(cells) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    lines += [
+        f"% {run.letter}: {latex_escape(run.name)} ({run.run_id or run.where})" for run in comparison.runs
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(comparison: Comparison) -> str:
+    """One row per pair, numbers as fractions (the tables print percent)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(PAIR_HEADER)
+    for pair in comparison.pairs:
+        d = pair.difference
+        writer.writerow(
+            [
+                pair.task,
+                pair.metric_name,
+                pair.a,
+                pair.b,
+                pair.n_common,
+                pair.only_a,
+                pair.only_b,
+                f"{pair.metric_a:.6f}",
+                f"{pair.metric_b:.6f}",
+                f"{d.point:.6f}",
+                f"{d.ci_low:.6f}",
+                f"{d.ci_high:.6f}",
+                pair.both_right,
+                pair.both_wrong,
+                pair.a_only_right,
+                pair.b_only_right,
+                "" if pair.p_value is None else f"{pair.p_value:.6g}",
+                "" if pair.p_holm is None else f"{pair.p_holm:.6g}",
+            ]
+        )
+    return buf.getvalue()
+
+
+def flips_csv(comparison: Comparison) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(FLIP_HEADER)
+    for pair in comparison.pairs:
+        for f in pair.flips:
+            writer.writerow(
+                [
+                    *(pair.task, pair.a, pair.b, f.key, f.direction, f.truth, f.label_a, f.label_b),
+                    *(f.answer_a, f.answer_b, f.question, f.link_a or "", f.link_b or ""),
+                ]
+            )
+    return buf.getvalue()
+
+
+# ----------------------------------------------------------------------------- HTML
+
+_STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:1.5rem;color:#222;max-width:1400px}
+table{border-collapse:collapse;margin:.5rem 0 1.2rem}th,td{border:1px solid #ccc;padding:.25rem .5rem;
+text-align:left;vertical-align:top}th{background:#f2f2f2}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.clear{background:#e6f4e6}.note{color:#555}.flip-rw{color:#a00}.flip-wr{color:#070}
+label{margin-right:1rem}
+"""
+
+_SCRIPT = """
+(function(){
+  var select=document.getElementById('direction');
+  function apply(){
+    var want=select.value, shown=0;
+    document.querySelectorAll('tr.flip').forEach(function(row){
+      var ok=want==='all'||row.dataset.direction===want;
+      row.hidden=!ok; if(ok){shown++;}
+    });
+    document.getElementById('shown').textContent=String(shown);
+  }
+  select.addEventListener('change',apply); apply();
+})();
+"""
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _table(header: list[str], rows: list[list[str]], *, row_attrs: list[str] | None = None) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = []
+    for i, row in enumerate(rows):
+        attrs = row_attrs[i] if row_attrs else ""
+        body.append(f"<tr{attrs}>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def to_html(comparison: Comparison) -> str:
+    """One page: the runs, per task the pairs (a row whose interval excludes zero is shaded), the
+    notes, and the flipped items with a filter by direction."""
+    header, rows = _run_rows(comparison)
+    parts = [
+        "<h1>Paired comparison</h1>",
+        "<h2>Runs</h2>",
+        _table(header, [[_e(c) for c in r] for r in rows]),
+    ]
+    for task in _tasks(comparison):
+        pairs = [p for p in comparison.pairs if p.task == task]
+        parts.append(f"<h2>{_e(_title(task))} ({_e(pairs[0].metric_name)})</h2>")
+        attrs = [' class="clear"' if p.difference.excludes_zero else "" for p in pairs]
+        parts.append(_table(PAIR_COLUMNS, [[_e(c) for c in _pair_cells(p)] for p in pairs], row_attrs=attrs))
+    if comparison.single:
+        parts.append(f"<p>Only one run of: {_e(', '.join(_title(t) for t in comparison.single))}.</p>")
+    notes = [
+        *comparison.notes,
+        f"Paired bootstrap: {comparison.replicates} replicates, seed {comparison.seed}.",
+    ]
+    parts.append('<ul class="note">' + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
+    flips = [(pair, flip) for pair in comparison.pairs for flip in pair.flips]
+    parts.append(f'<h2>Flipped items (<span id="shown">{len(flips)}</span> of {len(flips)} shown)</h2>')
+    parts.append(
+        '<label>Show <select id="direction"><option value="all">all</option>'
+        '<option value="right -> wrong">right -&gt; wrong (A right, B wrong)</option>'
+        '<option value="wrong -> right">wrong -&gt; right (A wrong, B right)</option></select></label>'
+    )
+    flip_rows, flip_attrs = [], []
+    for pair, flip in flips:
+        cls = "flip-rw" if flip.right_in == "A" else "flip-wr"
+        links = " ".join(
+            f'<a href="{_e(target)}">{_e(letter)}</a>' if target else f"{_e(letter)}: -"
+            for letter, target in ((pair.a, flip.link_a), (pair.b, flip.link_b))
+        )
+        flip_rows.append(
+            [
+                _e(_title(pair.task)),
+                _e(f"{pair.a} vs {pair.b}"),
+                _e(flip.key),
+                f'<span class="{cls}">{_e(flip.direction)}</span>',
+                _e(flip.truth),
+                _e(_answer(flip.label_a, flip.answer_a)),
+                _e(_answer(flip.label_b, flip.answer_b)),
+                _e(_short(flip.question)),
+                links,
+            ]
+        )
+        flip_attrs.append(f' class="flip" data-direction="{_e(flip.direction)}"')
+    cols = ["task", "pair", "item", "flip", "truth", "A answer", "B answer", "question", "trajectories"]
+    parts.append(_table(cols, flip_rows, row_attrs=flip_attrs))
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,">'
+        "<title>giant: paired comparison</title>"
+        f"<style>{_STYLE}</style></head><body>{''.join(parts)}<script>{_SCRIPT}</script></body></html>\n"
+    )

@@ -1,0 +1,191 @@
+"""The runs a comparison reads: a job folder, an MLflow run id, or the job runs of a sweep.
+
+Reading reuses the re-score's loader (giant.rescore.load_source), so a folder and a run id give the
+same record. Each run becomes one paired unit per item: the label the job itself scored, i.e. the
+majority vote of its runs with the job's recorded tie rule when runs_per_item > 1 (a single run's
+label otherwise). The comparison therefore compares exactly the metric each job reported.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mlflow.exceptions import MlflowException
+from pydantic import BaseModel, ConfigDict
+
+from giant.config import TrackingSettings
+from giant.errors import ConfigError
+from giant.eval.results import SKIPPED, ResultRecord, latest_by_slot
+from giant.eval.voting import majority_vote
+from giant.job_layout import TRAJECTORY_FILE, TRAJECTORY_PAGE
+from giant.rescore import RUN_ID, load_source
+
+FIX = "pass job folders (holding results.jsonl) or MLflow run ids, or --sweep-id"
+# Config sections and keys that never make two runs different methods (where files go, how fast).
+NOT_SETTINGS: tuple[str, ...] = (
+    *("paths.", "tracking.", "dataset.", "concurrency", "budget_usd", "dry_run", "resume"),
+    *("retry_failed", "limit", "item_ids", "record_requests"),
+)
+
+
+class ItemOutcome(BaseModel):
+    """One item of one run, as the comparison pairs it."""
+
+    model_config = ConfigDict(frozen=True)
+    key: str
+    truth: int
+    label: int | None  # the job's scored label (voted when runs_per_item > 1); None: failed
+    answer: str  # the model's answer text (the first run that gave the voted label)
+    status: str  # of that run
+    trajectory: str | None  # that run's trajectory folder, relative to the job folder
+
+    @property
+    def correct(self) -> bool:
+        return self.label is not None and self.label == self.truth
+
+
+class RunData(BaseModel):
+    """A finished job: where it came from, how it was configured, its items."""
+
+    where: str  # as given on the command line
+    run_id: str | None = None
+    tracking_uri: str | None = None  # the store the run is in (to download its trajectories)
+    folder: Path | None = None  # a local copy of the job folder, when there is one
+    tags: dict[str, str] = {}
+    task: str
+    metric_name: str
+    runs_per_item: int
+    tie_rule: str
+    config: dict[str, Any]
+    items: dict[str, ItemOutcome]
+    cost_usd: float | None = None
+
+    @property
+    def sweep_id(self) -> str | None:
+        return self.tags.get("sweep_id") or None
+
+    @property
+    def name(self) -> str:
+        """mode, T, S, model and the vote: what a reader needs to tell runs apart."""
+        agent, provider = self.config.get("agent", {}), self.config.get("provider", {})
+        votes = f" x{self.runs_per_item}" if self.runs_per_item > 1 else ""
+        return (
+            f"{agent.get('mode', '?')}{votes} T={agent.get('max_steps', '?')} "
+            f"S={agent.get('crop_size', '?')} {provider.get('model', '?')}"
+        )
+
+    def settings(self) -> dict[str, str]:
+        """The flattened config without paths, tracking and the knobs that change no episode."""
+        flat = _flatten(self.config)
+        return {key: value for key, value in flat.items() if not key.startswith(NOT_SETTINGS)}
+
+    def fetch_trajectory(self, relative: str, target: Path) -> bool:
+        """Copy one trajectory folder (trajectory.json, trajectory.html, images) into `target`, from
+        the local job folder or else the MLflow run's artifacts; False when neither has it."""
+        folder = self.folder or (Path(self.tags["output_dir"]) if self.tags.get("output_dir") else None)
+        if folder is not None and (folder / relative / TRAJECTORY_FILE).is_file():
+            shutil.copytree(folder / relative, target, dirs_exist_ok=True)
+            return True
+        if self.run_id is None:
+            return False
+        import mlflow
+
+        try:
+            with tempfile.TemporaryDirectory(prefix="giant-compare-") as tmp:
+                client = mlflow.MlflowClient(tracking_uri=self.tracking_uri)
+                local = client.download_artifacts(self.run_id, relative, tmp)
+                shutil.copytree(local, target, dirs_exist_ok=True)
+        except (MlflowException, OSError):
+            return False
+        return (target / TRAJECTORY_PAGE).is_file() or (target / TRAJECTORY_FILE).is_file()
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = str(value)
+    return out
+
+
+def outcomes(records: list[ResultRecord], runs_per_item: int, tie_rule: str) -> dict[str, ItemOutcome]:
+    """Per item the job's scored label, as giant.eval.summarize scores it: the latest record of each
+    run slot, failed runs do not vote, items whose every run was skipped are left out."""
+    by_item: dict[str, list[ResultRecord]] = {}
+    for record in latest_by_slot(records).values():
+        if record.run_index < runs_per_item:
+            by_item.setdefault(record.key, []).append(record)
+    out = {}
+    for key, runs in by_item.items():
+        if all(r.status == SKIPPED for r in runs):
+            continue
+        runs.sort(key=lambda r: r.run_index)
+        labels: list[int | None] = [None] * runs_per_item
+        for r in runs:
+            labels[r.run_index] = r.label
+        label = majority_vote(labels, tie_rule) if runs_per_item > 1 else labels[0]
+        shown = next((r for r in runs if r.label == label), runs[0])
+        out[key] = ItemOutcome(
+            key=key,
+            truth=runs[0].truth,
+            label=label,
+            answer=shown.prediction or "",
+            status=shown.status,
+            trajectory=shown.trajectory,
+        )
+    return out
+
+
+def load_run(where: str, tracking: TrackingSettings) -> RunData:
+    """One job folder or MLflow run id; a ConfigError (one line) for anything else."""
+    folder = Path(where).expanduser()
+    if not folder.is_dir() and not RUN_ID.fullmatch(where):
+        raise ConfigError(f"{where}: no such job folder, and not an MLflow run id; {FIX}")
+    try:
+        source = load_source(where, tracking)
+    except ConfigError as exc:
+        raise ConfigError(str(exc).replace("source=", "")) from None  # the re-score names its option
+    summary = source.summary
+    return RunData(
+        where=where,
+        run_id=source.run_id,
+        tracking_uri=tracking.uri if source.run_id else None,
+        folder=folder.resolve() if folder.is_dir() else None,
+        tags=source.tags,
+        task=summary.benchmark,
+        metric_name=summary.metric_name,
+        runs_per_item=summary.runs_per_item,
+        tie_rule=summary.tie_rule,
+        config=source.config,
+        items=outcomes(source.records, summary.runs_per_item, summary.tie_rule),
+        cost_usd=summary.totals.cost_usd,
+    )
+
+
+def sweep_run_ids(sweep_id: str, tracking: TrackingSettings, filter_string: str | None = None) -> list[str]:
+    """The job runs of a sweep (tag sweep_id, giant.role=job), optionally narrowed by an MLflow filter,
+    oldest first (the order the sweep ran them)."""
+    from giant.tracking.mlflow_logger import open_experiment
+
+    client, experiment_id = open_experiment(tracking)
+    where = " and ".join(
+        part for part in (f"tags.sweep_id = '{sweep_id}'", "tags.`giant.role` = 'job'", filter_string) if part
+    )
+    try:
+        runs = client.search_runs([experiment_id], where, order_by=["attributes.start_time ASC"])
+    except MlflowException as exc:
+        raise ConfigError(
+            f"--filter: MLflow cannot search with '{where}' ({str(exc).splitlines()[0]})"
+        ) from None
+    finished = [run.info.run_id for run in runs if run.info.status == "FINISHED"]
+    if not finished:
+        raise ConfigError(
+            f"no finished job runs of sweep {sweep_id} matching '{where}' in experiment "
+            f"'{tracking.experiment}' at {tracking.uri}; check the id (run_eval -m prints it)"
+        )
+    return finished

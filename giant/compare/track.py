@@ -1,0 +1,47 @@
+"""The comparison as an MLflow run tagged giant.role=comparison: its files (and the flipped items'
+trajectory pages) as artifacts, the compared runs named in tags, and, when every compared run belongs
+to one sweep, a child of that sweep's parent run so the UI shows it beside the jobs it compares."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mlflow
+
+from giant.compare.sources import RunData
+from giant.config import TrackingSettings
+from giant.job_layout import TRAJECTORIES_DIR
+
+ROLE = "comparison"
+ARTIFACT_DIR = "comparison"
+
+
+def _sweep_parent(client: mlflow.MlflowClient, experiment_id: str, sweep_id: str) -> str | None:
+    runs = client.search_runs(
+        [experiment_id], f"tags.sweep_id = '{sweep_id}' and tags.`giant.role` = 'sweep'", max_results=1
+    )
+    return runs[0].info.run_id if runs else None
+
+
+def log_comparison(runs: list[RunData], files: list[Path], out_dir: Path, tracking: TrackingSettings) -> str:
+    from giant.tracking.mlflow_logger import open_experiment
+
+    client, experiment_id = open_experiment(tracking)
+    tags = {
+        "giant.role": ROLE,
+        "giant.compared": ",".join(run.run_id or str(run.folder or run.where) for run in runs),
+        "dataset": ",".join(dict.fromkeys(run.task for run in runs)),
+    }
+    sweeps = {run.sweep_id for run in runs}
+    if len(sweeps) == 1 and (sweep_id := sweeps.pop()):
+        tags["sweep_id"] = sweep_id
+        if (parent := _sweep_parent(client, experiment_id, sweep_id)) is not None:
+            tags["mlflow.parentRunId"] = parent
+    run = client.create_run(experiment_id, run_name="comparison", tags=tags)
+    run_id = run.info.run_id
+    for path in files:
+        client.log_artifact(run_id, str(path), artifact_path=ARTIFACT_DIR)
+    if (out_dir / TRAJECTORIES_DIR).is_dir():
+        client.log_artifacts(run_id, str(out_dir / TRAJECTORIES_DIR), f"{ARTIFACT_DIR}/{TRAJECTORIES_DIR}")
+    client.set_terminated(run_id)
+    return run_id
