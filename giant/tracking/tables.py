@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from giant.agent.modes import find_mode
 from giant.errors import ConfigError
 from giant.tracking.published import CAVEAT, PUBLISHED_MODEL, TABLE1, TASK_TITLES, TASKS, published_row_for
+from giant.tracking.published import Cell as PublishedCell
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,11 @@ class RunRecord(BaseModel):
     settings: dict[str, int] = {}
     mean: float
     std: float
+    ci_low: float | None = None  # the bootstrap's 95% percentile interval (older runs: unknown)
+    ci_high: float | None = None
+    n_items: int | None = None
+    failed: int | None = None  # items without a scored answer (n_items - n_scored)
+    cost_per_item: float | None = None  # USD; None: unknown (a model without a price, or not logged)
     complete: bool = True  # False: a budget stop or interruption left items unrun
     start_time: int = 0  # a re-score: its source's start time
     rescored_at: int = 0  # a re-score: its own start time (0: not a re-score)
@@ -92,9 +98,27 @@ class Cell(BaseModel):
     mean: float  # percent
     std: float  # percent
     complete: bool = True
+    ci_low: float | None = None  # percent
+    ci_high: float | None = None
+    n_items: int | None = None
+    failed: int | None = None
+    cost_per_item: float | None = None  # USD
+    run_id: str = ""
 
     def text(self) -> str:
         return f"{self.mean:.1f} ± {self.std:.1f}" + ("" if self.complete else INCOMPLETE_MARK)
+
+    def cost_text(self) -> str:
+        """What the cell cost and how many of its items failed: "$0.0123/item, 2/100 failed"."""
+        cost = "cost unknown" if self.cost_per_item is None else f"${self.cost_per_item:.4f}/item"
+        failed = MISSING if self.failed is None else f"{self.failed}/{self.n_items} failed"
+        return f"{cost}, {failed}"
+
+    def holds(self, value: float) -> bool | None:
+        """Whether `value` (percent) lies inside the cell's 95% interval; None when not logged."""
+        if self.ci_low is None or self.ci_high is None:
+            return None
+        return self.ci_low <= value <= self.ci_high
 
     def latex(self) -> str:
         mark = "" if self.complete else "^{\\dagger}"
@@ -128,6 +152,10 @@ def _int_or_none(value: str | None) -> int | None:
         return None
 
 
+def _count(value: float | None) -> int | None:
+    return None if value is None else round(value)
+
+
 def _record(run: Run) -> RunRecord | None:
     tags, metrics = run.data.tags, run.data.metrics
     if tags.get("giant.role") in SKIP_ROLES or "dataset" not in tags:
@@ -151,6 +179,13 @@ def _record(run: Run) -> RunRecord | None:
         settings=settings,
         mean=metrics["metric_boot_mean"],
         std=metrics["metric_boot_std"],
+        ci_low=metrics.get("metric_ci_low"),
+        ci_high=metrics.get("metric_ci_high"),
+        n_items=_count(metrics.get("n_items")),
+        failed=_count(metrics["n_items"] - metrics["n_scored"])
+        if "n_items" in metrics and "n_scored" in metrics
+        else None,
+        cost_per_item=metrics.get("cost_per_item_usd"),
         complete=tags.get("status") != "incomplete",
         start_time=_int_or_none(tags.get(SOURCE_START_TAG)) or run.info.start_time or 0,
         rescored_at=(run.info.start_time or 0) if RESCORE_TAG in tags else 0,
@@ -242,8 +277,25 @@ def build_table(records: Iterable[RunRecord]) -> Table:
             rec.row_key,
             Row(method=_method_label(rec, varying[rec.agent_mode]), model=rec.model, record=rec, cells={}),
         )
-        row.cells[rec.task] = Cell(mean=100 * rec.mean, std=100 * rec.std, complete=rec.complete)
+        row.cells[rec.task] = _cell(rec)
     return Table(tasks=task_columns(r.task for r in latest), rows=list(rows.values()), superseded=superseded)
+
+
+def _cell(rec: RunRecord) -> Cell:
+    def pct(value: float | None) -> float | None:
+        return None if value is None else 100 * value
+
+    return Cell(
+        mean=100 * rec.mean,
+        std=100 * rec.std,
+        complete=rec.complete,
+        ci_low=pct(rec.ci_low),
+        ci_high=pct(rec.ci_high),
+        n_items=rec.n_items,
+        failed=rec.failed,
+        cost_per_item=rec.cost_per_item,
+        run_id=rec.run_id,
+    )
 
 
 def _title(task: str) -> str:
@@ -264,6 +316,37 @@ def to_markdown(table: Table) -> str:
     if table.has_incomplete:
         lines += ["", INCOMPLETE_NOTE]
     return "\n".join(lines) + "\n"
+
+
+def cost_markdown(table: Table) -> str:
+    """The same rows and columns as Table 1, each cell its cost per item and its failed items (no
+    scored answer; counted incorrect in the metric), so a cheap or a fragile cell shows."""
+    header = ["method", "model", *(_title(t) for t in table.tasks)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in _grid(table, Cell.cost_text)]
+    return "\n".join(lines) + "\n"
+
+
+CELL_COLUMNS = [
+    *("method", "model", "task", "mean", "std", "ci_low", "ci_high"),
+    *("n_items", "failed", "cost_per_item_usd", "complete", "run_id"),
+]
+
+
+def cells_csv(table: Table) -> str:
+    """Every cell on its own line with all it knows (percent, USD per item), for spreadsheets."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CELL_COLUMNS)
+    for row in table.rows:
+        for task in table.tasks:
+            if (cell := row.cells.get(task)) is None:
+                continue
+            values = (cell.ci_low, cell.ci_high, cell.n_items, cell.failed, cell.cost_per_item)
+            blank = ["" if v is None else str(round(v, 6)) for v in values]
+            head = [row.method, row.model, task, round(cell.mean, 4), round(cell.std, 4)]
+            writer.writerow([*head, *blank, cell.complete, cell.run_id])
+    return buf.getvalue()
 
 
 _LATEX_SPECIALS = {
@@ -341,9 +424,11 @@ def comparison_markdown(table: Table) -> str:
             else MISSING
             for t in tasks
         ]
+        inside = [_inside(row.cells.get(t), published.cells.get(t)) for t in tasks]
         lines.append("| " + " | ".join([row.method, row.model, *ours]) + " |")
         lines.append("| " + " | ".join([f"paper: {published.method}", PUBLISHED_MODEL, *paper]) + " |")
         lines.append("| " + " | ".join(["difference (points)", "", *diff]) + " |")
+        lines.append("| " + " | ".join(["published inside our 95% interval?", "", *inside]) + " |")
     if len(lines) == 2:
         lines.append("| (no run of ours uses a published configuration) |" + " |" * (len(header) - 1))
     out = [
@@ -358,6 +443,14 @@ def comparison_markdown(table: Table) -> str:
         f"\\* confirmed by the abstract. {CAVEAT}",
     ]
     return "\n".join(out) + "\n"
+
+
+def _inside(ours: Cell | None, published: PublishedCell | None) -> str:
+    """ "yes [low, high]" when the published mean lies inside our bootstrap 95% interval, "no
+    [low, high]" when it does not, "-" when either side is missing or our run logged no interval."""
+    if ours is None or published is None or (holds := ours.holds(published.mean)) is None:
+        return MISSING
+    return f"{'yes' if holds else 'no'} [{ours.ci_low:.1f}, {ours.ci_high:.1f}]"
 
 
 def published_markdown() -> str:
@@ -466,6 +559,8 @@ def write_report(records: list[RunRecord], out_dir: Path, *, published: bool = F
         ("table1.md", to_markdown(table)),
         ("table1.tex", to_latex(table)),
         ("table1.csv", to_csv(table)),
+        ("table1_cost.md", cost_markdown(table)),
+        ("table1_cells.csv", cells_csv(table)),
     ):
         (out_dir / name).write_text(text, encoding="utf-8")
         files.append(out_dir / name)

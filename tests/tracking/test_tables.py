@@ -15,6 +15,9 @@ from PIL import Image
 from giant.errors import ConfigError
 from giant.tracking.tables import (
     build_table,
+    cells_csv,
+    comparison_markdown,
+    cost_markdown,
     load_runs,
     log_report,
     to_csv,
@@ -41,6 +44,10 @@ def log_job(
     role: str = "job",
     thumb: int | None = None,
     status: str = "complete",
+    ci: tuple[float, float] | None = None,
+    n_items: int | None = None,
+    n_scored: int | None = None,
+    cost: float | None = None,
 ) -> str:
     """One job run as scripts/run_eval.py logs it (explicit start times: the newest run wins a cell)."""
     client = mlflow.MlflowClient()
@@ -58,7 +65,12 @@ def log_job(
         "status": status,
     }
     run = client.create_run(exp_id, start_time=next(_clock), tags=tags)
-    for name, value in (("metric", mean), ("metric_boot_mean", mean), ("metric_boot_std", std)):
+    metrics = {"metric": mean, "metric_boot_mean": mean, "metric_boot_std": std}
+    if ci is not None:
+        metrics.update(metric_ci_low=ci[0], metric_ci_high=ci[1])
+    optional = {"n_items": n_items, "n_scored": n_scored, "cost_per_item_usd": cost}
+    metrics.update({name: value for name, value in optional.items() if value is not None})
+    for name, value in metrics.items():
         client.log_metric(run.info.run_id, name, value)
     if thumb is not None:
         client.log_param(run.info.run_id, "agent.thumbnail_size", str(thumb))
@@ -154,6 +166,8 @@ def test_report_files_figures_and_report_run(filled: str, tmp_path: Path) -> Non
         "table1.tex",
         "table1.csv",
         "table1_vs_published.md",
+        "table1_cost.md",
+        "table1_cells.csv",
         "scaling.png",
         "thumbnail_resolution.png",
     }
@@ -207,3 +221,38 @@ def test_published_rows_match_only_the_published_configurations() -> None:
     thumbnail = published_row_for("thumbnail", 1, {"thumbnail_size": 1024})
     assert thumbnail is not None and thumbnail.method == "Thumbnail 1024 px"
     assert published_row_for("retired_mode", 1, {"max_steps": 20, "crop_size": 1000}) is None
+
+
+def test_cost_per_item_and_failed_items_per_cell(mlflow_store: tuple[str, str]) -> None:
+    _, exp = mlflow_store
+    log_job(exp, task="tcga", mean=0.3, std=0.03, n_items=221, n_scored=214, cost=0.0375)
+    log_job(exp, task="gtex", mean=0.5, std=0.03, n_items=191, n_scored=191)  # a model without a price
+    log_job(exp, task="panda", mean=0.2, std=0.02)  # logged before these metrics existed
+    table = build_table(load_runs())
+    lines = cost_markdown(table).splitlines()
+    assert lines[0] == "| method | model | TCGA | GTEx | PANDA | SlideBenchVQA | ExpertVQA |"
+    assert lines[2] == (
+        "| giant | gpt-5 | $0.0375/item, 7/221 failed | cost unknown, 0/191 failed "
+        "| cost unknown, - | - | - |"
+    )
+    rows = {r["task"]: r for r in csv.DictReader(io.StringIO(cells_csv(table)))}
+    assert set(rows) == {"tcga", "gtex", "panda"}
+    assert (rows["tcga"]["n_items"], rows["tcga"]["failed"], rows["tcga"]["cost_per_item_usd"]) == (
+        "221",
+        "7",
+        "0.0375",
+    )
+    assert rows["gtex"]["cost_per_item_usd"] == "" and rows["panda"]["failed"] == ""
+    assert rows["tcga"]["mean"] == "30.0" and rows["tcga"]["run_id"]
+
+
+def test_published_value_inside_or_outside_our_interval(mlflow_store: tuple[str, str]) -> None:
+    """GIANT x1 at T=20, S=1000 is published as TCGA 32.3, GTEx 53.7, PANDA 23.2."""
+    _, exp = mlflow_store
+    log_job(exp, task="tcga", mean=0.35, std=0.03, ci=(0.30, 0.41))
+    log_job(exp, task="gtex", mean=0.45, std=0.03, ci=(0.40, 0.50))
+    log_job(exp, task="panda", mean=0.2, std=0.02)  # no interval logged: no claim
+    text = comparison_markdown(build_table(load_runs()))
+    assert (
+        "| published inside our 95% interval? |  | yes [30.0, 41.0] | no [40.0, 50.0] | - | - | - |" in text
+    )

@@ -27,17 +27,20 @@ def run_cli(*args: str, uri: str, cwd: Path) -> subprocess.CompletedProcess[str]
 def test_cli_writes_tables_and_logs_report(mlflow_store: tuple[str, str], tmp_path: Path) -> None:
     uri, exp = mlflow_store
     log_job(exp, task="tcga_slidebench", mean=0.589, std=0.035, T=1)
-    log_job(exp, task="tcga_slidebench", mean=0.6, std=0.03, T=5)
+    log_job(exp, task="tcga_slidebench", mean=0.6, std=0.03, T=5, n_items=50, n_scored=48, cost=0.012)
     proc = run_cli("--out", "tables", "--sweep-id", "sw1", "--published", uri=uri, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "| giant (T=5) | gpt-5 | - | - | - | 60.0 ± 3.0 | - |" in proc.stdout
     assert "thumbnail_resolution.png: not drawn" in proc.stdout
+    assert "| giant (T=5) | gpt-5 | - | - | - | $0.0120/item, 2/50 failed | - |" in proc.stdout
     out = tmp_path / "tables"
     assert {p.name for p in out.iterdir()} == {
         "table1.md",
         "table1.tex",
         "table1.csv",
         "table1_vs_published.md",
+        "table1_cost.md",
+        "table1_cells.csv",
         "scaling.png",
     }
     reports = mlflow.search_runs(
