@@ -150,12 +150,13 @@ def run_job(cfg: DictConfig) -> float | None:
                 stop=stop,
                 dataset_defects=data.defects,
                 pricing=Pricing.load(settings.provider.pricing_file),
+                ledger=getattr(provider, "ledger", None),  # set on the SDK providers only
             )
         )
         if stop.requested and not summary.complete:  # a stop after the last item changes nothing
             raise Interrupted(stop)
         layout = JobLayout(out_dir)
-        outputs = write_outputs(settings, summary, layout)
+        outputs = write_outputs(settings, summary, layout, run_id=job.run_id if job else None)
         if job is not None:
             finish_tracking(job, settings, summary, layout, outputs)
     _report(settings, summary, out_dir, job.run_id if job else None)
@@ -205,9 +206,12 @@ def _start_tracking(
     return JobRun.start(settings, tags=tags, sweep=sweep, resume_run_id=resume_run_id)
 
 
-def write_outputs(settings: RunSettings, summary: Summary, layout: JobLayout) -> dict[str, Path]:
+def write_outputs(
+    settings: RunSettings, summary: Summary, layout: JobLayout, *, run_id: str | None = None
+) -> dict[str, Path]:
     """The job folder's derived files, written with or without MLflow (tracking only uploads them):
-    artifact path -> file. The trajectory.html pages go into the trajectory folders."""
+    artifact path -> file. The trajectory.html pages go into the trajectory folders; `run_id` is the
+    MLflow run they are logged to (their images then also load in MLflow's artifact view)."""
     from giant.tracking.artifacts import write_confusion_matrix, write_defects, write_predictions
 
     files: dict[str, Path] = {}
@@ -224,7 +228,7 @@ def write_outputs(settings: RunSettings, summary: Summary, layout: JobLayout) ->
     resolved = layout.resolved_config
     resolved.write_text(json.dumps(settings.record(), indent=2) + "\n", encoding="utf-8")
     files[f"{CONFIG_ARTIFACTS}/{resolved.name}"] = resolved
-    _write_viewer_pages(layout)
+    _write_viewer_pages(layout, run_id)
     report = _write_run_report(layout)
     if report is not None:
         files[report.name] = report
@@ -247,13 +251,13 @@ def finish_tracking(
     job.finish()
 
 
-def _write_viewer_pages(layout: JobLayout) -> None:
+def _write_viewer_pages(layout: JobLayout, run_id: str | None) -> None:
     """trajectory.html in each trajectory folder."""
     from giant.tracking.viewer import write_html
 
     for path in layout.trajectory_files():
         try:
-            write_html(path.parent)
+            write_html(path.parent, mlflow_run_id=run_id)
         except Exception as exc:  # a page is a convenience: never lose a run over it
             log.warning("viewer: no trajectory.html for %s (%s)", path.parent.name, exc)
 

@@ -19,6 +19,7 @@ from giant.agent.modes import mode_of
 from giant.agent.trajectory import Trajectory
 from giant.core import Item
 from giant.job_layout import REQUESTS_FILE, TRAJECTORY_FILE
+from giant.llm.ledger import Ledger
 from giant.llm.types import Provider
 from giant.wsi.slide import Slide, SlideError
 
@@ -33,9 +34,11 @@ async def run_episode(
     run_index: int = 0,
     seed: int = 0,
     record_requests: bool = False,
+    ledger: Ledger | None = None,
 ) -> Trajectory:
     """Run one item under its mode (`cfg.mode`, a registered giant.agent.modes name); writes
-    out_dir/trajectory.json and out_dir/<sha256>.jpg."""
+    out_dir/trajectory.json and out_dir/<sha256>.jpg: hard links to the ledger's images when the
+    provider keeps its calls in `ledger` (the images it is sent are then on disk once)."""
     mode = mode_of(cfg)
     started = time.monotonic()
     slide_path = Path(slide_path)
@@ -62,9 +65,8 @@ async def run_episode(
             with Slide.open(slide_path) as slide:
                 traj.slide_width, traj.slide_height = slide.width, slide.height
                 traj.slide_mpp = slide.mpp_x
-                ep = EpisodeState(
-                    item, slide, provider, cfg, traj, ImageStore(out_dir), seed=seed, record_path=record_path
-                )
+                store = ImageStore(out_dir, ledger)
+                ep = EpisodeState(item, slide, provider, cfg, traj, store, seed=seed, record_path=record_path)
                 await mode.run(ep)
     except EpisodeEnd as end:
         traj.status, traj.reason = end.status, end.reason

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Literal
 
 from giant.core import Box, EncodedImage
+from giant.llm.ledger import Ledger
+from giant.storage import image_name, link_or_copy
 from giant.wsi.encode import encode_jpeg
 from giant.wsi.guides import draw_guides
 from giant.wsi.slide import RegionImage, Slide
@@ -27,16 +29,24 @@ class Rendered:
 
 
 class ImageStore:
-    """Writes each distinct JPEG once as <sha256>.jpg; without a folder it only names them."""
+    """Writes each distinct JPEG once as <sha256>.jpg; without a folder it only names them.
 
-    def __init__(self, out_dir: Path | None) -> None:
+    With the provider's ledger the image is written there (where the paid call will keep it anyway)
+    and the trajectory folder gets a hard link to it: one file on disk for both."""
+
+    def __init__(self, out_dir: Path | None, ledger: Ledger | None = None) -> None:
         self.out_dir = out_dir
+        self.ledger = ledger
 
     def save(self, image: EncodedImage) -> str:
-        name = f"{image.sha256}.jpg"
+        name = image_name(image.sha256)
         if self.out_dir is not None:
             path = self.out_dir / name
-            if not path.exists():
+            if path.exists():
+                return name
+            if self.ledger is not None:
+                link_or_copy(self.ledger.keep_image(image), path)
+            else:
                 path.write_bytes(base64.b64decode(image.data_b64))
         return name
 

@@ -23,6 +23,7 @@ from giant.errors import ConfigError
 from giant.eval.results import SKIPPED, ResultRecord, latest_by_slot, read_results
 from giant.job_layout import RESULTS_FILE, JobLayout
 from giant.llm.ledger import write_atomic
+from giant.storage import copy_linking_images
 
 # Failures worth another attempt with retry_failed=true: the cause was outside the model's answer.
 RETRYABLE = frozenset(
@@ -115,7 +116,7 @@ def carry_over(
             if record.trajectory:
                 src, dst = resume_from / record.trajectory, out_dir / record.trajectory
                 if src.is_dir() and not dst.exists():
-                    shutil.copytree(src, dst)
+                    shutil.copytree(src, dst, copy_function=copy_linking_images)  # images stay on disk once
     text = "".join(record.model_dump_json() + "\n" for record in kept.values())
     write_atomic(JobLayout(out_dir).results, text.encode())
     return kept

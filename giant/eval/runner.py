@@ -48,6 +48,7 @@ from giant.eval.summarize import summarize
 from giant.eval.summary import Summary
 from giant.interrupt import StopRequest
 from giant.job_layout import JobLayout, trajectory_dir
+from giant.llm.ledger import Ledger
 from giant.llm.pricing import Pricing
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider
 
@@ -130,6 +131,7 @@ async def run_eval(
     progress_bar: bool = True,
     stop_grace_s: float = STOP_GRACE_S,
     pricing: Pricing | None = None,
+    ledger: Ledger | None = None,
 ) -> Summary:
     """Run every pending item-run, write results.jsonl, trajectories/ and summary.json in `out_dir`.
 
@@ -137,7 +139,8 @@ async def run_eval(
     `stop` (giant.interrupt) ends the run early and cleanly; the summary then says it is incomplete;
     calls in flight then get `stop_grace_s` to return. `dataset_defects` (the loader's report on
     `items`) is recorded in summary.json. `pricing` prices each call's reservation against
-    `run.budget_usd` (giant.eval.budget); without it a call is expected to cost the mean so far."""
+    `run.budget_usd` (giant.eval.budget); without it a call is expected to cost the mean so far.
+    `ledger` is where the provider keeps its paid calls: the trajectories' images are linked to its."""
     dataset, metric_name = check_items(items)
     slots = {(item.key, k) for item in items for k in range(run.runs_per_item)}
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -178,7 +181,9 @@ async def run_eval(
         async def worker() -> None:
             while pending and not stop.requested and not budget.exhausted():
                 item, k = pending.popleft()
-                episode = asyncio.create_task(_run_one(item, k, slides[item.key], gated, agent, run, out_dir))
+                episode = asyncio.create_task(
+                    _run_one(item, k, slides[item.key], gated, agent, run, out_dir, ledger)
+                )
                 episodes.add(episode)
                 try:
                     record = await episode
@@ -274,6 +279,7 @@ async def _run_one(
     agent: AgentConfig,
     run: RunOptions,
     out_dir: Path,
+    ledger: Ledger | None,
 ) -> ResultRecord:
     if isinstance(slide, Exception):
         return _problem_record(item, run_index, run, slide)
@@ -292,6 +298,7 @@ async def _run_one(
             run_index=run_index,
             seed=item_seed(run.seed, item.key, run_index),
             record_requests=run.record_requests,
+            ledger=ledger,
         )
     except Exception as exc:  # a bug in the episode must not lose the item or stop the run
         reason = f"run_episode raised {type(exc).__name__}: {exc}"

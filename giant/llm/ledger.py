@@ -9,7 +9,8 @@ items are free in the full run, and more runs per item reuse the runs already pa
 
 Layout (plain JSON, inspectable with `python -m giant.llm.ledger DIR`):
   calls/<key[:2]>/<key>.json   the sanitized request, the raw reply, its usage and cost, the time
-  images/<sha256>.jpg          each image once, however many calls and episodes sent it
+  images/<sha256>.jpg          each image once, however many calls and episodes sent it; the
+                               trajectory folders' copies are hard links to these (giant.storage)
 Every file is written to a temporary name in its own folder and renamed into place, so several
 processes (joblib workers, SLURM array tasks on a shared filesystem) can write at once without locks:
 a reader sees a whole file or none, and two writers of one key write the same reply's record.
@@ -29,7 +30,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from giant.core import EncodedImage
 from giant.llm.types import Conversation, ImagePart, UserMessage
+from giant.storage import image_name
 
 LEDGER_DIR = "ledger"  # under paths.cache_dir
 # Settings that never change what the server answers: the key's variable, pacing, retries, prices.
@@ -100,15 +103,24 @@ class Ledger:
         except (OSError, ValueError):
             return None  # absent, or damaged by hand: the call is paid again and the file rewritten
 
+    def image_path(self, sha256: str) -> Path:
+        return self.root / "images" / image_name(sha256)
+
+    def keep_image(self, image: EncodedImage) -> Path:
+        """The image's one file in the ledger, written if new. Trajectory folders hard-link to it
+        (giant.storage), so an image a model was sent is on disk once, not once per place."""
+        path = self.image_path(image.sha256)
+        if not path.exists():
+            write_atomic(path, base64.b64decode(image.data_b64))
+        return path
+
     def put(self, entry: LedgerEntry, conversation: Conversation) -> None:
         """Keep a paid reply and the images its request carried (each image written once)."""
         for message in conversation.messages:
             if isinstance(message, UserMessage):
                 for part in message.parts:
                     if isinstance(part, ImagePart):
-                        image = self.root / "images" / f"{part.image.sha256}.jpg"
-                        if not image.exists():
-                            write_atomic(image, base64.b64decode(part.image.data_b64))
+                        self.keep_image(part.image)
         write_atomic(self._call_path(entry.key), entry.model_dump_json().encode())
 
     @staticmethod

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
+from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+from mlflow.store.artifact.local_artifact_repo import LocalArtifactRepository
 from mlflow.tracking import MlflowClient
 from mlflow.utils.time import get_current_time_millis
 from pydantic import BaseModel
@@ -28,6 +30,7 @@ from giant.core import Item
 from giant.errors import ConfigError
 from giant.eval.summary import Summary
 from giant.job_layout import SWEEP_FILE
+from giant.storage import is_stored_image, link_or_copy
 from giant.tracking.params import to_params
 from giant.tracking.secrets import contains_secret, scrub, secret_values
 from giant.tracking.store import ensure_sqlite_store, opening_store, sqlite_path
@@ -239,35 +242,49 @@ class JobRun:
 
     def log_artifacts(self, files: dict[str, Path], folders: dict[str, Path]) -> None:
         """`files`: artifact path -> file; `folders`: artifact dir -> folder. A file that holds an
-        environment secret is uploaded redacted (binary files are left out) and a warning names it."""
+        environment secret is uploaded redacted (binary files are left out) and a warning names it.
+
+        A local artifact store (a folder, as beside a sqlite store) is written directly, and its
+        images are hard links to the job folder's (giant.storage): the run's artifacts then cost the
+        text files only. Any other store gets an upload of a staged copy."""
+        local = self._local_artifact_dir()
         with tempfile.TemporaryDirectory(prefix="giant-artifacts-") as tmp:
-            staging = Path(tmp)
+            staging = local if local is not None else Path(tmp)
             for name, path in files.items():
                 if path.is_file():
-                    target = staging / name
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    self._copy_clean(path, target)
+                    self._copy_clean(path, staging / name)
             for name, folder in folders.items():
                 if folder.is_dir():
                     self._copy_tree_clean(folder, staging / name)
-            if any(staging.iterdir()):
+            if local is None and any(staging.iterdir()):
                 self.client.log_artifacts(self.run_id, str(staging))
 
+    def _local_artifact_dir(self) -> Path | None:
+        """The run's artifact folder when its store is a local folder, else None."""
+        repository = get_artifact_repository(self.client.get_run(self.run_id).info.artifact_uri)
+        return Path(repository.artifact_dir) if isinstance(repository, LocalArtifactRepository) else None
+
     def _copy_clean(self, source: Path, target: Path) -> None:
+        """`target` holds `source` (replaced, never written through: it may be a link), redacted if
+        it holds a secret."""
+        target.parent.mkdir(parents=True, exist_ok=True)
         data = source.read_bytes()
         if not contains_secret(data, self.secrets):
-            shutil.copyfile(source, target)
+            if is_stored_image(source):
+                link_or_copy(source, target)
+            else:
+                target.unlink(missing_ok=True)
+                shutil.copyfile(source, target)
             return
         log.warning("MLflow: %s holds an environment secret; uploading it redacted", source)
+        target.unlink(missing_ok=True)
         with suppress(UnicodeDecodeError):  # a binary file with a secret inside: left out, not leaked
             target.write_text(scrub(data.decode("utf-8"), self.secrets), encoding="utf-8")
 
     def _copy_tree_clean(self, folder: Path, target: Path) -> None:
         for path in sorted(folder.rglob("*")):
             if path.is_file():
-                dest = target / path.relative_to(folder)
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                self._copy_clean(path, dest)
+                self._copy_clean(path, target / path.relative_to(folder))
 
     def finish(self, status: str = "FINISHED") -> None:
         self.client.set_terminated(self.run_id, status=status)

@@ -1,14 +1,17 @@
 """One trajectory as a single self-contained HTML page: the overview with every crop box numbered on
 it, then each provider call (reasoning, action or error, the crop, tokens and cost), then the outcome.
 
-Everything is inline (CSS, images as base64 data URIs) so the page opens from a file, from a copied
-folder or from MLflow's artifact view, none of which can serve neighbouring files reliably. All model
-text is HTML-escaped: a model can write `<script>` as easily as anything else.
+The images are not embedded: each <img> names its JPEG beside the page (`<sha256>.jpg`), so the page
+opens from the job folder, from a copied folder or from any web server, and the images stay on disk
+once (base64 would add 4/3 of them again, then MLflow's copy of the page the same). MLflow's artifact
+view shows an HTML artifact as a `blob:` document in a sandboxed iframe, where a relative name resolves
+to nothing; there the page's one script (ours, fixed text) points each image at the server that made
+the blob (`get-artifact` with the run id and the folder's artifact path written into the page). All
+model text is HTML-escaped: a model can write `<script>` as easily as anything else.
 """
 
 from __future__ import annotations
 
-import base64
 import functools
 import html
 from pathlib import Path
@@ -17,7 +20,7 @@ from typing import NamedTuple
 from giant.agent.trajectory import Call, Region, Trajectory
 from giant.core import Box
 from giant.eval.results import latest_by_slot, read_results
-from giant.job_layout import TRAJECTORY_FILE, TRAJECTORY_PAGE, JobLayout
+from giant.job_layout import TRAJECTORY_FILE, TRAJECTORY_PAGE, JobLayout, trajectory_dir
 from giant.llm.types import AnswerAction, CropAction, NoteAction, Step, Usage
 
 COLOURS = ("#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#9a6324")
@@ -42,11 +45,24 @@ def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _data_uri(folder: Path, name: str) -> str | None:
-    path = folder / Path(name).name  # names are "<sha256>.jpg"; never follow a path out of the folder
-    if not path.is_file():
-        return None
-    return "data:image/jpeg;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+# Inside MLflow's artifact view: relative names cannot resolve against a blob: URL, so ask the server
+# that made the blob (its origin is inside the blob URL) for each image of this run's folder.
+MLFLOW_IMAGES = """(function () {
+  var root = document.documentElement, run = root.getAttribute("data-mlflow-run");
+  if (location.protocol !== "blob:" || !run) return;
+  var base = new URL(location.href.slice(5)).origin + "/get-artifact?run_uuid=" + encodeURIComponent(run)
+    + "&path=" + encodeURIComponent(root.getAttribute("data-artifact-dir") + "/");
+  document.querySelectorAll("[data-image]").forEach(function (el) {
+    var url = base + encodeURIComponent(el.getAttribute("data-image"));
+    el.setAttribute(el.localName === "img" ? "src" : "href", url);
+  });
+})();"""
+
+
+def _image_name(folder: Path, name: str) -> str | None:
+    """The image's name beside the page (a relative URL), or None when the file is missing."""
+    name = Path(name).name  # names are "<sha256>.jpg"; never follow a path out of the folder
+    return _e(name) if (folder / name).is_file() else None
 
 
 def _colour(number: int) -> str:
@@ -97,10 +113,10 @@ def _region_figure(region: Region, number: int | None, folder: Path) -> str:
     details = f"level {region.level}, {region.output_width}×{region.output_height} px"
     if region.clamped or region.requested != region.read:
         details += f"; requested {region.requested}, clamped to the slide"
-    uri = _data_uri(folder, region.image)
+    name = _image_name(folder, region.image)
     img = (
-        f'<img src="{uri}" alt="region {_e(region.read)}">'
-        if uri
+        f'<img src="{name}" data-image="{name}" alt="region {_e(region.read)}">'
+        if name
         else f'<p class="error">image missing: {_e(region.image)}</p>'
     )
     return f'<div class="crop"><div>{title} <span class="usage">{_e(details)}</span></div>{img}</div>'
@@ -108,8 +124,8 @@ def _region_figure(region: Region, number: int | None, folder: Path) -> str:
 
 def _overview(overview: Region, crops: list[tuple[int, Region]], folder: Path) -> str:
     """The overview with each crop's read box drawn in overview pixels (SVG over the JPEG)."""
-    uri = _data_uri(folder, overview.image)
-    if uri is None:
+    name = _image_name(folder, overview.image)
+    if name is None:
         return f'<p class="error">overview image missing: {_e(overview.image)}</p>'
     width, height = overview.output_width, overview.output_height
     sx, sy = width / max(overview.read.w, 1), height / max(overview.read.h, 1)
@@ -130,7 +146,9 @@ def _overview(overview: Region, crops: list[tuple[int, Region]], folder: Path) -
     return (
         f'<svg class="overview" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
         f'width="{width}" height="{height}">'
-        f'<image href="{uri}" x="0" y="0" width="{width}" height="{height}"/>' + "".join(shapes) + "</svg>"
+        f'<image href="{name}" data-image="{name}" x="0" y="0" width="{width}" height="{height}"/>'
+        + "".join(shapes)
+        + "</svg>"
     )
 
 
@@ -167,9 +185,11 @@ def render_html(
     truth: str | None = None,
     correct: bool | None = None,
     label: str | None = None,
+    mlflow_run_id: str | None = None,
 ) -> str:
-    """The page for `traj`, whose JPEGs are in `folder` (embedded, so the page stands alone).
-    `label` is what the scorer read from the answer (e.g. "2 (response_json)")."""
+    """The page for `traj`, whose JPEGs are in `folder` (named, not embedded). `label` is what the
+    scorer read from the answer (e.g. "2 (response_json)"); `mlflow_run_id` the run the folder is
+    logged to, so the images also load inside MLflow's artifact view."""
     overview = next((r for r in traj.regions if r.call_index == 0), None)
     # Every other region is a numbered crop: the model's zooms, and in random_regions mode the
     # regions sent with the overview before the first call (call_index 0).
@@ -226,9 +246,12 @@ def render_html(
     if traj.notes:
         parts += ["<h2>Notes</h2>", "<ul>" + "".join(f"<li>{_e(n)}</li>" for n in traj.notes) + "</ul>"]
     title = _e(f"{traj.item_key} · {traj.mode} · {traj.status}")
+    where = f' data-artifact-dir="{_e(trajectory_dir(traj.item_key, traj.run_index))}"'
+    if mlflow_run_id:
+        where += f' data-mlflow-run="{_e(mlflow_run_id)}"'
     return (
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
-        f"<style>{CSS}</style></head><body>{''.join(parts)}</body></html>\n"
+        f'<!DOCTYPE html>\n<html lang="en"{where}><head><meta charset="utf-8"><title>{title}</title>'
+        f"<style>{CSS}</style></head><body>{''.join(parts)}<script>{MLFLOW_IMAGES}</script></body></html>\n"
     )
 
 
@@ -287,6 +310,7 @@ def write_html(
     truth: str | None = None,
     correct: bool | None = None,
     label: str | None = None,
+    mlflow_run_id: str | None = None,
 ) -> Path:
     """Write folder/trajectory.html; without truth, verdict and label they are looked up in the
     run's results.jsonl (the runner writes pages after scoring, the trajectory does not know them)."""
@@ -294,6 +318,6 @@ def write_html(
     if truth is None and correct is None and label is None:
         truth, correct, label = _scored_result(folder)
     path = folder / TRAJECTORY_PAGE
-    page = render_html(traj, folder, truth=truth, correct=correct, label=label)
+    page = render_html(traj, folder, truth=truth, correct=correct, label=label, mlflow_run_id=mlflow_run_id)
     path.write_text(page, encoding="utf-8")
     return path

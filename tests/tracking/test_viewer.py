@@ -4,7 +4,6 @@ and for hand-built edge cases (errors, missing images, hostile model text)."""
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
 import json
 import re
@@ -24,7 +23,7 @@ from giant.job_layout import trajectory_dir
 from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.types import AnswerAction, Step, Usage
-from giant.tracking.viewer import render_html, write_html
+from giant.tracking.viewer import MLFLOW_IMAGES, render_html, write_html
 from giant.wsi.synthetic import write_synthetic_slide
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,12 +72,14 @@ def test_page_of_a_real_episode(slide: Path, tmp_path: Path) -> None:
     assert traj.status == "answered" and len(traj.regions) == 3
     page = write_html(out, truth="2", correct=True).read_text()
 
-    # Every JPEG is embedded, byte for byte, and nothing is fetched from elsewhere.
-    uris = re.findall(r'(?:src|href)="data:image/jpeg;base64,([^"]+)"', page)
-    assert len(uris) == 3  # the overview once in the SVG, each crop once under its call
-    embedded = {hashlib.sha256(base64.b64decode(u)).hexdigest() + ".jpg" for u in uris}
-    assert embedded == {r.image for r in traj.regions}
-    assert not re.search(r'(?:src|href)="(?!data:)', page) and "<link" not in page
+    # Every JPEG is named, not embedded: the page refers to the file beside it (the overview once in
+    # the SVG, each crop once under its call), each a real file whose bytes hash to its name.
+    names = re.findall(r'(?:src|href)="([^"]+)"', page)
+    assert len(names) == 3 and set(names) == {r.image for r in traj.regions}
+    for name in names:
+        assert hashlib.sha256((out / name).read_bytes()).hexdigest() + ".jpg" == name
+    assert "base64" not in page and "<link" not in page
+    assert len(page) < sum((out / name).stat().st_size for name in names) / 4  # the page is text only
 
     # Both crop boxes drawn on the overview at the overview's scale, numbered 1 and 2.
     overview = traj.regions[0]
@@ -91,8 +92,8 @@ def test_page_of_a_real_episode(slide: Path, tmp_path: Path) -> None:
     assert re.findall(r'paint-order="stroke">(\d+)</text>', page) == ["1", "2"]
     assert traj.regions[2].clamped and "clamped to the slide" in page
 
-    # Model text is escaped everywhere; verdict and truth are shown.
-    assert "<script>" not in page
+    # Model text is escaped everywhere (the one script is the page's own); verdict and truth are shown.
+    assert page.count("<script>") == 1 and f"<script>{MLFLOW_IMAGES}</script>" in page
     assert page.count("&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; &quot;quoted&quot;") == 3
     assert '<span class="ok">correct</span>' in page and "answered" in page
 
@@ -249,4 +250,4 @@ def test_regions_sent_with_the_overview_are_numbered(slide: Path, tmp_path: Path
     numbers = [str(n) for n in range(1, len(traj.regions))]
     assert re.findall(r'paint-order="stroke">(\d+)</text>', page) == numbers
     assert "Regions sent with the overview" in page
-    assert len(re.findall(r'src="data:image/jpeg;base64,', page)) == len(traj.regions) - 1
+    assert re.findall(r'<img src="([^"]+)"', page) == [r.image for r in traj.regions[1:]]

@@ -1,0 +1,208 @@
+"""Bytes on disk per T=20 item-run, against the JPEG bytes the model saw.
+
+A real job (scripts/run_eval.py as a subprocess) runs the openai provider's real SDK against a loopback
+peer that answers like the Responses API (a crop at every call until call T, then the answer), on the
+demo's synthetic slides, with a real MLflow sqlite store and file artifact root, the ledger and
+record_requests on. Then every file under the job folder, the MLflow store (database and artifacts)
+and the ledger is counted once per inode (a hard link costs nothing), and the total per item-run is
+compared with the JPEG bytes of every image the model was sent (each distinct image once).
+
+The sqlite database is counted as its growth over an empty store (its schema is paid once per
+campaign); the demo slides in the cache folder are not counted. Prints one line per location, the
+per-item-run figure and the ratio; asserts nothing. `--base DIR` runs the same job from another
+checkout (e.g. `git worktree add /tmp/storage-base <commit>`) first, so the two print side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, NamedTuple
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the Responses API bodies live in tests/
+
+from tests.llm.mock_api import message, responses_body, step_json  # noqa: E402
+
+T = 20
+ITEMS = 3
+ANSWER = '<report>seen enough</report>\n<response>{"answer": 2}</response>'
+SIDE = (300, 1200)  # crop sides in level-0 pixels on the demo's 3200 x 2400 slides
+
+
+class Peer(BaseHTTPRequestHandler):
+    """A stateless Responses API: the call number is one more than the assistant turns sent back."""
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        turns = sum(1 for part in body.get("input", []) if part.get("role") == "assistant")
+        call = turns + 1
+        digest = hashlib.sha256(json.dumps(body.get("input", [])[:2], sort_keys=True).encode()).digest()
+        if call >= T:
+            action: dict[str, Any] = {"type": "answer", "text": ANSWER}
+        else:
+            side = SIDE[0] + (digest[call % 32] * 7 + call * 53) % (SIDE[1] - SIDE[0])
+            x = (digest[(call + 1) % 32] * 97 + call * 311) % (3200 - side)
+            y = (digest[(call + 2) % 32] * 89 + call * 173) % (2400 - side)
+            action = {"type": "crop", "x": x, "y": y, "width": side, "height": side}
+        reply = json.dumps(responses_body(message(step_json(action)))).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+@contextmanager
+def peer() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Peer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def unique_bytes(paths: Iterable[Path], seen: set[tuple[int, int]]) -> int:
+    """Sizes of the regular files not counted yet (a hard link to a counted file adds nothing)."""
+    total = 0
+    for path in paths:
+        if path.is_file() and not path.is_symlink():
+            stat = path.stat()
+            if (stat.st_dev, stat.st_ino) not in seen:
+                seen.add((stat.st_dev, stat.st_ino))
+                total += stat.st_size
+    return total
+
+
+def files(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("*")) if folder.is_dir() else []
+
+
+def seen_jpeg_bytes(job: Path) -> tuple[int, int]:
+    """(distinct images sent to the model, their JPEG bytes), from requests.jsonl's image hashes and the
+    images the ledger kept under those hashes."""
+    hashes: set[str] = set()
+    for log in job.rglob("requests.jsonl"):
+        for line in log.read_text(encoding="utf-8").splitlines():
+            hashes.update(part.split("sha256=", 1)[1][:64] for part in line.split("<image ")[1:])
+    return len(hashes), sum(hashes_size(job, digest) for digest in hashes)
+
+
+def hashes_size(job: Path, digest: str) -> int:
+    found = next(job.rglob(f"{digest}.jpg"), None)
+    return found.stat().st_size if found is not None else 0
+
+
+class Measured(NamedTuple):
+    label: str
+    locations: dict[str, int]
+    images: int
+    jpeg: int
+    item_runs: int
+
+    @property
+    def total(self) -> int:
+        return sum(self.locations.values())
+
+    def print(self) -> None:
+        per = self.item_runs
+        print(f"[{self.label}] T={T}, {per} item-runs, {self.images} distinct images sent")
+        for name, size in self.locations.items():
+            print(f"  {name:<28} {size / per / 1e6:8.3f} MB per item-run")
+        print(f"  {'total':<28} {self.total / per / 1e6:8.3f} MB per item-run")
+        print(f"  {'JPEG bytes the model saw':<28} {self.jpeg / per / 1e6:8.3f} MB per item-run")
+        print(f"  ratio {self.total / self.jpeg:.2f}x (goal <= 2x)")
+
+
+def run_job(checkout: Path, label: str, work: Path, base_url: str, empty_db: Path) -> Measured:
+    """One job of ITEMS items at T from `checkout`, measured."""
+    out, cache = work / "job", work / "cache"
+    db = work / "mlruns" / "mlflow.db"
+    db.parent.mkdir(parents=True)
+    db.write_bytes(empty_db.read_bytes())
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": "sk-storage-benchmark",
+        "MLFLOW_TRACKING_URI": f"sqlite:///{db}",
+        "GIANT_CACHE_DIR": str(cache),
+        "PYTHONPATH": str(checkout),  # the checkout's own giant package, not the installed one
+    }
+    command = [
+        sys.executable,
+        str(checkout / "scripts" / "run_eval.py"),
+        "provider=openai",
+        f"provider.base_url={base_url}",
+        "provider.reasoning_effort=null",
+        "dataset=demo",
+        "agent=giant",
+        f"agent.max_steps={T}",
+        f"limit={ITEMS}",
+        "concurrency=3",
+        "record_requests=true",
+        "bootstrap_replicates=10",
+        f"hydra.run.dir={out}",
+    ]
+    done = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        raise SystemExit(f"{label}: the job failed\n{done.stderr[-3000:]}")
+    seen: set[tuple[int, int]] = set()
+    locations: dict[str, int] = {}
+    for name, folder in [
+        ("job folder: trajectories", out / "trajectories"),
+        ("ledger", cache / "ledger"),
+        ("MLflow artifacts", db.parent / "artifacts"),
+    ]:
+        locations[name] = unique_bytes(files(folder), seen)
+    rest = [path for path in files(out) if "trajectories" not in path.relative_to(out).parts]
+    locations["job folder: other files"] = unique_bytes(rest, seen)
+    locations["MLflow database growth"] = max(0, db.stat().st_size - empty_db.stat().st_size)
+    images, jpeg = seen_jpeg_bytes(out)
+    return Measured(label, locations, images, jpeg, ITEMS)
+
+
+def empty_store(folder: Path) -> Path:
+    """A migrated empty MLflow database, made once and copied for each job."""
+    import mlflow
+
+    db = folder / "empty.db"
+    mlflow.MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments()
+    return db
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", type=Path, help="another checkout measured first as the baseline")
+    args = parser.parse_args()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="giant-storage-") as tmp, peer() as base_url:
+        root = Path(tmp)
+        empty_db = empty_store(root)
+        checkouts = (
+            [(args.base, "baseline"), (ROOT, "this checkout")] if args.base else [(ROOT, "this checkout")]
+        )
+        for n, (checkout, label) in enumerate(checkouts):
+            results.append(run_job(checkout.resolve(), label, root / f"run{n}", base_url, empty_db))
+    for measured in results:
+        measured.print()
+    if len(results) == 2:
+        before, after = results
+        print(f"total per item-run: {after.total / before.total:.2f}x the baseline's")
+
+
+if __name__ == "__main__":
+    main()
