@@ -42,9 +42,12 @@ def _unavailable(message: str) -> None:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """One headless Chromium per test session (a launch costs about a second)."""
+    """One headless Chromium per test module (a launch costs about a second). Not per session:
+    Playwright's sync API keeps its event loop running on the main thread while it is open, and every
+    later asyncio.run() in the session (episodes, the runner) would fail; keep browser tests in
+    modules of their own."""
     if CHROMIUM is None:
         _unavailable(f"headless Chromium is not installed; install it with: {INSTALL}")
     try:

@@ -39,6 +39,7 @@ def render(facts: JobFacts) -> str:
         _answers(records),
         _taxonomy(facts.runs, causes),
         _navigation(facts.runs, found),
+        _tool_calls(facts.runs),
         _costs(records),
     ]
     title = f"Run report: {_job_name(facts)}"
@@ -342,6 +343,34 @@ def _navigation(runs: list[ItemRun], found: list[navigation.Crop]) -> str:
         + _table(("finest µm/px", "item-runs", "correct", "accuracy"), finest_rows, frozenset({1, 2, 3}))
         + "<h3>Steps used and correctness</h3>"
         + _table(("steps", "item-runs", "correct", "accuracy"), steps_rows, frozenset({0, 1, 2, 3}))
+    )
+
+
+def _tool_calls(runs: list[ItemRun]) -> str:
+    """Every CONCH call (agent.tools=[conch]): what was scored and each hypothesis's score, highest
+    first; nothing when the run used no tool."""
+    calls = [(run, call) for run in runs if run.trajectory for call in run.trajectory.tool_calls]
+    if not calls:
+        return ""
+    rows = [
+        (
+            _link(run),
+            _e(call.call_index),
+            _e(f"{call.image} {call.region}"),
+            "<br>".join(
+                _e(f"{score:+.3f}  {text}")
+                for score, text in sorted(zip(call.scores, call.hypotheses, strict=True), key=lambda p: -p[0])
+            ),
+        )
+        for run, call in calls[:ROWS_SHOWN]
+    ]
+    models = ", ".join(sorted({call.model for _, call in calls}))
+    return (
+        f"<h2>CONCH calls</h2><p>{len(calls)} calls in {len({run.record.slot for run, _ in calls})} "
+        f"item-runs ({_e(models)}); the central square of the image the model meant, read from the "
+        "slide at the model's input size; cosine similarity, highest first.</p>"
+        + _table(("item", "call", "image scored (level 0)", "hypotheses"), rows, frozenset({1}))
+        + _cut_note(len(calls))
     )
 
 

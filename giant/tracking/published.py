@@ -34,8 +34,12 @@ class Cell(BaseModel):
 
     model_config = ConfigDict(frozen=True)
     mean: float
-    std: float
+    std: float | None  # None: the paper quotes no std (Table 3)
     confirmed: bool = False
+
+    def text(self) -> str:
+        spread = "" if self.std is None else f" ± {self.std:.1f}"
+        return f"{self.mean:.1f}{spread}" + ("*" if self.confirmed else "")
 
 
 class PublishedRow(BaseModel):
@@ -84,10 +88,15 @@ CONCH_ABLATION: dict[str, tuple[float, float]] = {
     "tcga_slidebench": (58.9, 54.3),
     "tcga_expert_vqa": (57.0, 60.9),
 }
+CONCH_BASE = "GIANT x1 (T=20, S=1000)"  # the Table 1 row the tool was added to
+CONCH_ROW = PublishedRow(
+    method="GIANT x1 + CONCH (T=20, S=1000)",
+    cells={task: Cell(mean=with_tool, std=None) for task, (_, with_tool) in CONCH_ABLATION.items()},
+)
 
 
 def published_row_for(
-    agent_mode: str, runs_per_item: int, settings: Mapping[str, int | None]
+    agent_mode: str, runs_per_item: int, settings: Mapping[str, int | None], tools: tuple[str, ...] = ()
 ) -> PublishedRow | None:
     """The published row a run of ours is comparable with, or None when no published run used its
     configuration. The mode decides (giant.agent.modes: published GIANT runs all use T=20, S=1000;
@@ -95,4 +104,6 @@ def published_row_for(
     run's agent settings by name (max_steps, crop_size, thumbnail_size, ...)."""
     mode = find_mode(agent_mode)
     method = mode.published_method(runs_per_item, settings) if mode is not None else None
+    if tools:  # only GIANT x1 was published with a tool: the "+ CONCH" row of Table 3
+        return CONCH_ROW if tools == ("conch",) and method == CONCH_BASE else None
     return next((row for row in TABLE1 if row.method == method), None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -23,7 +24,15 @@ from pydantic import BaseModel, ConfigDict
 
 from giant.agent.modes import find_mode
 from giant.errors import ConfigError
-from giant.tracking.published import CAVEAT, PUBLISHED_MODEL, TABLE1, TASK_TITLES, TASKS, published_row_for
+from giant.tracking.published import (
+    CAVEAT,
+    CONCH_ABLATION,
+    PUBLISHED_MODEL,
+    TABLE1,
+    TASK_TITLES,
+    TASKS,
+    published_row_for,
+)
 from giant.tracking.published import Cell as PublishedCell
 
 log = logging.getLogger(__name__)
@@ -50,6 +59,7 @@ class RunRecord(BaseModel):
     # The run's integer agent settings by name (MLflow params `agent.<name>`; max_steps and
     # crop_size also from the T and S tags): what row keys, labels and the published lookup read.
     settings: dict[str, int] = {}
+    tools: tuple[str, ...] = ()  # MLflow param agent.tools (e.g. conch): a tool makes another method
     mean: float
     std: float
     ci_low: float | None = None  # the bootstrap's 95% percentile interval (older runs: unknown)
@@ -84,10 +94,10 @@ class RunRecord(BaseModel):
     @property
     def row_key(self) -> RowKey:
         """What makes two runs the same table row: only the settings that change the method."""
-        return (self.agent_mode, self.runs_per_item, self.row_settings, self.model)
+        return (self.agent_mode, self.runs_per_item, self.row_settings, self.model, self.tools)
 
 
-RowKey = tuple[str, int, tuple[tuple[str, int | None], ...], str]
+RowKey = tuple[str, int, tuple[tuple[str, int | None], ...], str, tuple[str, ...]]
 
 
 INCOMPLETE_MARK = "†"
@@ -177,6 +187,7 @@ def _record(run: Run) -> RunRecord | None:
         model=tags.get("model", "?"),
         runs_per_item=_int_or_none(tags.get("runs_per_item")) or 1,
         settings=settings,
+        tools=tuple(re.findall(r"\w+", run.data.params.get("agent.tools", ""))),
         mean=metrics["metric_boot_mean"],
         std=metrics["metric_boot_std"],
         ci_low=metrics.get("metric_ci_low"),
@@ -226,8 +237,8 @@ def _mode_rank(name: str) -> int:
 
 
 def _sort_key(key: RowKey) -> tuple[object, ...]:
-    mode, k, settings, model = key
-    return (_mode_rank(mode), mode, k, tuple(value or 0 for _, value in settings), model)
+    mode, k, settings, model, tools = key
+    return (_mode_rank(mode), mode, k, tuple(value or 0 for _, value in settings), model, tools)
 
 
 def latest_per_row_and_task(records: Iterable[RunRecord]) -> tuple[list[RunRecord], int]:
@@ -246,6 +257,7 @@ def _method_label(rec: RunRecord, varying: set[str]) -> str:
     """agent_mode, "xk" for k-run votes, and the mode's row settings only where they vary within it
     (as the mode shows them: T=20, 1024 px)."""
     label = rec.agent_mode + (f" x{rec.runs_per_item}" if rec.runs_per_item > 1 else "")
+    label += "".join(f" + {tool.upper()}" for tool in rec.tools)
     mode = find_mode(rec.agent_mode)
     details = [mode.row_detail(name, value) for name, value in rec.row_settings if mode and name in varying]
     return f"{label} ({', '.join(details)})" if details else label
@@ -408,16 +420,11 @@ def comparison_markdown(table: Table) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in table.rows:
         rec = row.record
-        published = published_row_for(rec.agent_mode, rec.runs_per_item, rec.settings)
+        published = published_row_for(rec.agent_mode, rec.runs_per_item, rec.settings, rec.tools)
         if published is None:
             continue
         ours = [row.cells[t].text() if t in row.cells else MISSING for t in tasks]
-        paper = [
-            (f"{c.mean:.1f} ± {c.std:.1f}" + ("*" if c.confirmed else ""))
-            if (c := published.cells.get(t))
-            else MISSING
-            for t in tasks
-        ]
+        paper = [c.text() if (c := published.cells.get(t)) else MISSING for t in tasks]
         diff = [
             f"{row.cells[t].mean - published.cells[t].mean:+.1f}"
             if t in row.cells and t in published.cells
@@ -440,6 +447,10 @@ def comparison_markdown(table: Table) -> str:
         "",
         published_markdown(),
         "",
+        "## Published Table 3 (GIANT x1, T=20, S=1000, without and with the CONCH tool; no std quoted)",
+        "",
+        conch_markdown(),
+        "",
         f"\\* confirmed by the abstract. {CAVEAT}",
     ]
     return "\n".join(out) + "\n"
@@ -453,16 +464,19 @@ def _inside(ours: Cell | None, published: PublishedCell | None) -> str:
     return f"{'yes' if holds else 'no'} [{ours.ci_low:.1f}, {ours.ci_high:.1f}]"
 
 
+def conch_markdown() -> str:
+    header = ["method", *(_title(t) for t in TASKS)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for index, method in enumerate(("GIANT x1", "GIANT x1 + CONCH")):
+        lines.append("| " + " | ".join([method, *(f"{CONCH_ABLATION[t][index]:.1f}" for t in TASKS)]) + " |")
+    return "\n".join(lines)
+
+
 def published_markdown() -> str:
     header = ["method", *(_title(t) for t in TASKS)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for prow in TABLE1:
-        cells = [
-            (f"{c.mean:.1f} ± {c.std:.1f}" + ("*" if c.confirmed else ""))
-            if (c := prow.cells.get(t))
-            else MISSING
-            for t in TASKS
-        ]
+        cells = [c.text() if (c := prow.cells.get(t)) else MISSING for t in TASKS]
         lines.append("| " + " | ".join([prow.method, *cells]) + " |")
     return "\n".join(lines)
 

@@ -17,11 +17,11 @@ import html
 from pathlib import Path
 from typing import NamedTuple
 
-from giant.agent.trajectory import Call, Region, Trajectory
+from giant.agent.trajectory import Call, Region, ToolCall, Trajectory
 from giant.core import Box
 from giant.eval.results import latest_by_slot, read_results
 from giant.job_layout import TRAJECTORY_FILE, TRAJECTORY_PAGE, JobLayout, trajectory_dir
-from giant.llm.types import AnswerAction, CropAction, NoteAction, Step, Usage
+from giant.llm.types import AnswerAction, ConchAction, CropAction, NoteAction, Step, Usage
 
 COLOURS = ("#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#9a6324")
 
@@ -105,7 +105,20 @@ def _action(step: Step) -> str:
         return f"<b>answer</b><pre>{_e(action.text)}</pre>"
     if isinstance(action, NoteAction):
         return f"<b>note</b> {_e(action.text)}"
+    if isinstance(action, ConchAction):
+        return "<b>conch</b><ul>" + "".join(f"<li>{_e(text)}</li>" for text in action.hypotheses) + "</ul>"
     return f"<b>{_e(action.type)}</b>"
+
+
+def _tool_call(call: ToolCall) -> str:
+    """A tool's result as the model got it: each hypothesis with its score, highest first."""
+    ranked = sorted(zip(call.scores, call.hypotheses, strict=True), key=lambda pair: -pair[0])
+    rows = "".join(f"<tr><td>{score:+.3f}</td><td>{_e(text)}</td></tr>" for score, text in ranked)
+    what = (
+        f"{call.model} scored the central square {call.region} of {call.image} "
+        f"({call.input_size}×{call.input_size} px read from the slide) in {call.seconds:.2f} s"
+    )
+    return f'<div class="tool"><div class="usage">{_e(what)}</div><table class="kv tool">{rows}</table></div>'
 
 
 def _region_figure(region: Region, number: int | None, folder: Path) -> str:
@@ -152,7 +165,7 @@ def _overview(overview: Region, crops: list[tuple[int, Region]], folder: Path) -
     )
 
 
-def _call(call: Call, crops: list[tuple[int, Region]], folder: Path) -> str:
+def _call(call: Call, crops: list[tuple[int, Region]], folder: Path, tools: list[ToolCall]) -> str:
     head = f"Call {call.index}" + (f" (restart {call.attempt})" if call.attempt else "")
     body = []
     for step in call.steps:
@@ -166,6 +179,7 @@ def _call(call: Call, crops: list[tuple[int, Region]], folder: Path) -> str:
     body += [
         _region_figure(region, number, folder) for number, region in crops if region.call_index == call.index
     ]
+    body += [_tool_call(tool) for tool in tools if tool.call_index == call.index]
     if call.feedback:
         body.append(f'<p class="feedback"><b>feedback sent</b>: {_e(call.feedback)}</p>')
     body.append(_usage(call.usage))
@@ -242,7 +256,7 @@ def render_html(
     if with_overview:
         parts += ["<h2>Regions sent with the overview</h2>", *with_overview]
     parts.append("<h2>Calls</h2>")
-    parts += [_call(call, crops, folder) for call in traj.calls]
+    parts += [_call(call, crops, folder, traj.tool_calls) for call in traj.calls]
     if traj.notes:
         parts += ["<h2>Notes</h2>", "<ul>" + "".join(f"<li>{_e(n)}</li>" for n in traj.notes) + "</ul>"]
     title = _e(f"{traj.item_key} · {traj.mode} · {traj.status}")

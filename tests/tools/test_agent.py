@@ -3,6 +3,7 @@ vectors) on a real generated slide and the scripted provider."""
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 from typing import Any
@@ -146,3 +147,27 @@ def test_tools_without_a_loaded_model_is_one_clear_error(
         run(item, slide_path, scripted(tmp_path, [answer(1)]), max_steps=3, tools=["conch"])
     with pytest.raises(ConfigError, match="no tools section"):
         prepare(["conch"], None)
+
+
+def _conch_episode(tmp_path: Path, item: Item, slide_path: Path) -> tuple[Path, Trajectory]:
+    out = tmp_path / "out"
+    hypotheses = [*HYPOTHESES, "<script>alert(1)</script> glands"]
+    provider = scripted(tmp_path, [crop(2000, 1000, 1500, 1500), conch(*hypotheses), answer(2)])
+    with using("conch", HistogramScorer(), max_hypotheses=4):
+        traj = run(item, slide_path, provider, out, max_steps=5, tools=["conch"])
+    return out, traj
+
+
+def test_the_viewer_page_lists_each_conch_call_highest_first(
+    tmp_path: Path, item: Item, slide_path: Path
+) -> None:
+    from giant.tracking.viewer import write_html
+
+    out, traj = _conch_episode(tmp_path, item, slide_path)
+    page = write_html(out, traj).read_text()
+    [call] = traj.tool_calls
+    rows = re.findall(r"<tr><td>([+-]\d\.\d{3})</td><td>(.*?)</td></tr>", page)
+    ranked = sorted(zip(call.scores, call.hypotheses, strict=True), reverse=True)
+    assert rows == [(f"{s:+.3f}", html.escape(h, quote=True)) for s, h in ranked]
+    assert "<script>alert" not in page  # model text is escaped
+    assert f"central square {call.region} of crop 1" in page and "histogram test scorer" in page
