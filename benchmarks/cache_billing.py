@@ -15,6 +15,7 @@ from the cache, and the mean billed input tokens per episode (uncached-equivalen
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import tempfile
@@ -100,6 +101,7 @@ def main() -> None:
     parser.add_argument("--settings", default=SETTINGS, help=f"rows per provider (default {SETTINGS})")
     args = parser.parse_args()
     pricing = Pricing.load(CONF_DIR / "pricing.yaml")
+    logging.getLogger("giant.llm.pricing").setLevel(logging.ERROR)  # the local model has no price
     for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):  # the peer answers; no key leaves the process
         os.environ.setdefault(variable, "bench-key")
     with tempfile.TemporaryDirectory() as tmp:

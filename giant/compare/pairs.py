@@ -20,7 +20,10 @@ PAIRED_UNIT = (
     "item (the majority vote of its runs, its own tie rule), so each run's metric here is the one "
     "it reported, restricted to the common items."
 )
-DIRECTION = "Differences are B - A in percentage points; a flip 'right -> wrong' was right in A, wrong in B."
+DIRECTION = (
+    "In a pair 'X vs Y', X is A and Y is B: differences are B - A in percentage points, and a flip "
+    "'right -> wrong' was right in A, wrong in B."
+)
 
 
 class RunEntry(BaseModel):
@@ -43,6 +46,8 @@ class Flip(BaseModel):
     label_b: int | None
     answer_a: str
     answer_b: str
+    status_a: str
+    status_b: str
     right_in: str  # "A": right -> wrong, "B": wrong -> right
     trajectory_a: str | None  # relative to the job folder, for the renderer to link
     trajectory_b: str | None
@@ -109,6 +114,8 @@ def _flip(key: str, a: ItemOutcome, b: ItemOutcome) -> Flip:
         label_b=b.label,
         answer_a=a.answer,
         answer_b=b.answer,
+        status_a=a.status,
+        status_b=b.status,
         right_in="A" if a.correct else "B",
         trajectory_a=a.trajectory,
         trajectory_b=b.trajectory,

@@ -12,25 +12,10 @@ from giant.tracking.published import TASK_TITLES
 from giant.tracking.tables import MISSING, latex_escape
 
 ANSWER_CHARS = 160  # answers and questions are shortened in the tables; the trajectory page has them whole
-PAIR_HEADER = [
-    "task",
-    "metric",
-    "A",
-    "B",
-    "common items",
-    "only A",
-    "only B",
-    "A (%)",
-    "B (%)",
-    "B - A (points)",
-    "95% CI low",
-    "95% CI high",
-    "both right",
-    "both wrong",
-    "A right only",
-    "B right only",
-    "McNemar p",
-    "p (Holm)",
+PAIR_HEADER = [  # comparison.csv: fractions, not percent
+    *("task", "metric", "a", "b", "n_common", "only_a", "only_b", "metric_a", "metric_b"),
+    *("difference", "ci_low", "ci_high", "both_right", "both_wrong", "a_right_only", "b_right_only"),
+    *("mcnemar_p", "p_holm"),
 ]
 
 
@@ -62,8 +47,10 @@ def _short(text: str) -> str:
     return flat if len(flat) <= ANSWER_CHARS else flat[: ANSWER_CHARS - 1] + "…"
 
 
-def _answer(label: int | None, text: str) -> str:
-    return f"{label if label is not None else 'none'}: {_short(text)}" if text else str(label)
+def _answer(label: int | None, text: str, status: str) -> str:
+    """ "2: <answer text>", or for a failure "none (<status>)" and whatever text there was."""
+    head = str(label) if label is not None else f"none ({status})"
+    return f"{head}: {_short(text)}" if text else head
 
 
 def _pair_cells(pair: PairResult) -> list[str]:
@@ -165,8 +152,8 @@ def _flip_cells(flip: Flip, pair: PairResult, *, markdown: bool) -> list[str]:
         flip.key,
         flip.direction,
         str(flip.truth),
-        _answer(flip.label_a, flip.answer_a),
-        _answer(flip.label_b, flip.answer_b),
+        _answer(flip.label_a, flip.answer_a, flip.status_a),
+        _answer(flip.label_b, flip.answer_b, flip.status_b),
         _short(flip.question),
         " ".join((link(pair.a, flip.link_a), link(pair.b, flip.link_b))),
     ]
@@ -336,8 +323,8 @@ def to_html(comparison: Comparison) -> str:
                 _e(flip.key),
                 f'<span class="{cls}">{_e(flip.direction)}</span>',
                 _e(flip.truth),
-                _e(_answer(flip.label_a, flip.answer_a)),
-                _e(_answer(flip.label_b, flip.answer_b)),
+                _e(_answer(flip.label_a, flip.answer_a, flip.status_a)),
+                _e(_answer(flip.label_b, flip.answer_b, flip.status_b)),
                 _e(_short(flip.question)),
                 links,
             ]

@@ -91,17 +91,23 @@ def _prefixes(request: Request) -> list[tuple[int, int]]:
     return out
 
 
-def openai_prefix(requests: Sequence[Request], enabled: bool = True) -> list[CacheSplit]:
-    """OpenAI's automatic cache (on whether or not prompt_cache_key is sent)."""
+def _longest_shared(requests: Sequence[Request]) -> list[int]:
+    """Per request, the tokens of its longest prefix that an earlier request also had."""
     seen: set[int] = set()  # every prefix of an earlier request
-    splits = []
+    shared = []
     for request in requests:
         prefixes = _prefixes(request)
-        shared = max((tokens for identity, tokens in prefixes if identity in seen), default=0)
-        read = shared // OPENAI_STEP * OPENAI_STEP if shared >= OPENAI_MIN_PREFIX else 0
-        splits.append(CacheSplit(read, 0))
+        shared.append(max((tokens for identity, tokens in prefixes if identity in seen), default=0))
         seen.update(identity for identity, _ in prefixes)
-    return splits
+    return shared
+
+
+def openai_prefix(requests: Sequence[Request], enabled: bool = True) -> list[CacheSplit]:
+    """OpenAI's automatic cache (on whether or not prompt_cache_key is sent)."""
+    return [
+        CacheSplit(shared // OPENAI_STEP * OPENAI_STEP if shared >= OPENAI_MIN_PREFIX else 0, 0)
+        for shared in _longest_shared(requests)
+    ]
 
 
 def anthropic_breakpoints(requests: Sequence[Request], enabled: bool = True) -> list[CacheSplit]:
@@ -128,14 +134,7 @@ def anthropic_breakpoints(requests: Sequence[Request], enabled: bool = True) -> 
 def vllm_prefix(requests: Sequence[Request], enabled: bool = True) -> list[CacheSplit]:
     """vLLM's automatic prefix caching: the longest prefix shared with an earlier request, in whole
     KV blocks. What a local server reuses (time, not money: billing stays `no_caching`)."""
-    seen: set[int] = set()
-    splits = []
-    for request in requests:
-        prefixes = _prefixes(request)
-        shared = max((tokens for identity, tokens in prefixes if identity in seen), default=0)
-        splits.append(CacheSplit(shared // VLLM_BLOCK * VLLM_BLOCK, 0))
-        seen.update(identity for identity, _ in prefixes)
-    return splits
+    return [CacheSplit(shared // VLLM_BLOCK * VLLM_BLOCK, 0) for shared in _longest_shared(requests)]
 
 
 # ----------------------------------------------------------------------------- real request bodies
@@ -176,23 +175,34 @@ def _from_model(message: Any) -> bool:
     )
 
 
-def _blocks(value: Any, image_tokens: ImageTokens, out: list[Segment]) -> None:
-    """A message or block: its own fields as one segment, then each nested block (content or
-    output lists); a cache_control marker makes the block's last segment a breakpoint."""
+def _blocks(value: Any, image_tokens: ImageTokens, out: list[Segment], shell: Segment | None = None) -> None:
+    """A message or block as segments, one per content block (nested content or output lists
+    included): a message's own fields (role, ids) are no block of their own and go into its first
+    block's segment, so that Anthropic's lookback counts blocks. A cache_control marker makes the
+    block's last segment a breakpoint."""
     marked = isinstance(value, dict) and "cache_control" in value
     nested_key = next(
         (k for k in ("content", "output") if isinstance(value, dict) and isinstance(value.get(k), list)), None
     )
     if nested_key is None:
         clean = {k: v for k, v in value.items() if k != "cache_control"} if marked else value
-        out.append(Segment(_identity(clean), _tokens(clean, image_tokens), breakpoint=marked))
+        out.append(_joined(shell, Segment(_identity(clean), _tokens(clean, image_tokens), breakpoint=marked)))
         return
-    shell = {k: v for k, v in value.items() if k not in (nested_key, "cache_control")}
-    out.append(Segment(_identity(shell), _tokens(shell, image_tokens)))
+    own = {k: v for k, v in value.items() if k not in (nested_key, "cache_control")}
+    carried: Segment | None = _joined(shell, Segment(_identity(own), _tokens(own, image_tokens)))
     for child in value[nested_key]:
-        _blocks(child, image_tokens, out)
+        _blocks(child, image_tokens, out, carried)
+        carried = None
+    if carried is not None:  # no nested block to carry it
+        out.append(carried)
     if marked:
         out[-1] = out[-1]._replace(breakpoint=True)
+
+
+def _joined(shell: Segment | None, segment: Segment) -> Segment:
+    if shell is None:
+        return segment
+    return Segment(shell.key + segment.key, shell.tokens + segment.tokens, segment.breakpoint)
 
 
 def _identity(value: Any) -> str:

@@ -30,16 +30,16 @@ def _pair_row(out: Path) -> dict[str, str]:
 def _check_numbers(sweep: Sweep, out: Path) -> None:
     a, b = (_results(job) for job in sweep.jobs)
     row = _pair_row(out)
-    assert int(row["common items"]) == len(a) == len(b) == 8
+    assert int(row["n_common"]) == len(a) == len(b) == 8
     a_only = sum(a[k]["correct"] and not b[k]["correct"] for k in a)
     b_only = sum(b[k]["correct"] and not a[k]["correct"] for k in a)
-    assert (int(row["A right only"]), int(row["B right only"])) == (a_only, b_only)
+    assert (int(row["a_right_only"]), int(row["b_right_only"])) == (a_only, b_only)
     assert a_only + b_only > 0  # the fixture must produce flips for the rest to mean anything
-    assert float(row["McNemar p"]) == pytest.approx(mcnemar_exact(a_only, b_only), rel=1e-5)
+    assert float(row["mcnemar_p"]) == pytest.approx(mcnemar_exact(a_only, b_only), rel=1e-5)
     summaries = [json.loads((job / "summary.json").read_text()) for job in sweep.jobs]
-    assert float(row["A (%)"]) == pytest.approx(summaries[0]["metric"]["point"])
-    assert float(row["B (%)"]) == pytest.approx(summaries[1]["metric"]["point"])
-    assert float(row["B - A (points)"]) == pytest.approx(
+    assert float(row["metric_a"]) == pytest.approx(summaries[0]["metric"]["point"])
+    assert float(row["metric_b"]) == pytest.approx(summaries[1]["metric"]["point"])
+    assert float(row["difference"]) == pytest.approx(
         summaries[1]["metric"]["point"] - summaries[0]["metric"]["point"]
     )
     with (out / "flips.csv").open() as f:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import csv
+import io
+
 import pytest
 
 from giant.compare.pairs import compare_runs
+from giant.compare.render import to_csv, to_html, to_latex, to_markdown
 from giant.compare.sources import RunData, outcomes
 from giant.compare.stats import holm, mcnemar_exact
 from giant.errors import ConfigError
@@ -91,3 +95,17 @@ def test_no_shared_task_or_item_is_one_line() -> None:
         compare_runs([_run("a", {"1": [1]}), _run("b", {"1": [1]}, truth=2)])
     with pytest.raises(ConfigError, match="at least two"):
         compare_runs([_run("a", {"1": [1]})])
+
+
+def test_rendered_files_name_failures_and_escape_html() -> None:
+    a = _run("a", {"1": [1], "2": [None]})
+    b = _run("b", {"1": [None], "2": [1]})
+    b.items["t/2"] = b.items["t/2"].model_copy(update={"answer": "<script>alert(1)</script> grade 1"})
+    comparison = compare_runs([a, b], replicates=20)
+    md = to_markdown(comparison)
+    assert '| t/1 | right -> wrong | 1 | 1: {"answer": 1} | none (parse_error) |' in md
+    page = to_html(comparison)
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; grade 1" in page
+    rows = list(csv.DictReader(io.StringIO(to_csv(comparison))))
+    assert [(r["a_right_only"], r["b_right_only"], r["mcnemar_p"]) for r in rows] == [("1", "1", "1")]
+    assert "\\begin{tabular}" in to_latex(comparison) and "A vs B" in to_latex(comparison)

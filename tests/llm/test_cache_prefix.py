@@ -13,10 +13,21 @@ from typing import Any
 import pytest
 
 from giant.core import Item
-from giant.llm.caching import VLLM_BLOCK, anthropic_breakpoints, openai_prefix, vllm_prefix, wire_request
+from giant.llm.caching import (
+    VLLM_BLOCK,
+    CacheSplit,
+    Request,
+    Segment,
+    anthropic_breakpoints,
+    openai_prefix,
+    vllm_prefix,
+    wire_request,
+)
 from giant.llm.config import ProviderConfig, provider_settings
 from giant.llm.factory import provider_class
+from giant.llm.image_tokens import anthropic_pixels
 from giant.wsi.synthetic import write_synthetic_slide
+from tests.llm.conftest import make_image
 from tests.llm.wire_episode import Policy, answer_at, run_wire_episode
 
 WIDTH, HEIGHT = 6000, 4000
@@ -63,6 +74,9 @@ def episode(case: str, slide: Path, policy: Policy, **agent: Any) -> list[dict[s
         settings(case), ITEM, slide, policy, size=(WIDTH, HEIGHT), crop_size=S, **agent
     )
     assert traj.status == "answered", traj.reason
+    if agent["mode"] != "authors":  # a crop at step T is refused by the agent with a corrective message
+        due = range(agent["max_steps"], len(bodies) + 1)
+        assert traj.corrections == sum(policy(n) == "crop" for n in due)
     return bodies
 
 
@@ -157,3 +171,30 @@ def test_pruned_images_break_the_prefix_once_per_block(case: str, slide: Path) -
     bodies = episode(case, slide, answer_at(9), mode="giant", max_steps=9, max_images_in_context=3)
     assert [images(body) for body in bodies] == [1, 2, 3, 2, 3, 2, 3, 2, 3]
     assert breaks(bodies) == [4, 6, 8]
+
+
+@pytest.mark.parametrize(("gap", "read"), [(19, 1200), (20, 0)])
+def test_anthropic_reads_a_write_only_within_20_blocks_of_a_breakpoint(gap: int, read: int) -> None:
+    """Anthropic looks back at most 20 block boundaries from a breakpoint for an earlier write."""
+    written = (Segment("head", 1200, breakpoint=True),)
+    later = (Segment("head", 1200), *(Segment(f"block {i}", 10) for i in range(gap)))
+    later = (*later[:-1], later[-1]._replace(breakpoint=True))
+    splits = anthropic_breakpoints([Request(written, 0), Request(later, 1)], True)
+    assert splits[1] == CacheSplit(read, 1200 + 10 * gap - read)
+
+
+def test_wire_request_counts_images_by_formula_and_ignores_markers() -> None:
+    image = make_image(size=(1000, 750))
+    block = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/jpeg", "data": image.data_b64},
+    }
+    body = {"model": "m", "messages": [{"role": "user", "content": [block]}]}
+    marked = {
+        "model": "m",
+        "messages": [{"role": "user", "content": [{**block, "cache_control": {"type": "x"}}]}],
+    }
+    plain, cached = (wire_request(b, anthropic_pixels) for b in (body, marked))
+    assert [s.key for s in plain.segments] == [s.key for s in cached.segments]
+    assert cached.segments[-1].breakpoint and not plain.segments[-1].breakpoint
+    assert plain.segments[-1].tokens >= anthropic_pixels(1000, 750)
