@@ -1,0 +1,130 @@
+"""trajectory.html opened the way a researcher opens it from MLflow: a real `mlflow ui` on 127.0.0.1
+over a sqlite store and a file artifact root, the run's Artifacts tab in headless Chromium, the page
+inside the UI's sandboxed blob: iframe. The page embeds no image, so every image there must come from
+the server (get-artifact) and decode."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from giant.job_layout import TRAJECTORIES_DIR, JobLayout, trajectory_dir
+from giant.tracking.mlflow_logger import JobRun
+from giant.tracking.viewer import write_html
+from tests.browser import open_page
+from tests.tracking.test_viewer import scripted_episode, slide  # noqa: F401  (the slide fixture)
+
+STARTUP_S = 180  # the UI imports and starts in 20-30 s on a busy 2-core machine
+
+# Each image the page shows, loaded again by URL inside the page's own frame: an <img>'s decode, and
+# for the overview (an SVG <image>) a fresh Image() on its href.
+IMAGES = """async () => Promise.all([...document.querySelectorAll("[data-image]")].map(async (el) => {
+  const url = el.getAttribute(el.localName === "img" ? "src" : "href");
+  const probe = new Image();
+  probe.src = url;
+  const width = await probe.decode().then(() => probe.naturalWidth, () => 0);
+  return {tag: el.localName, url, width, shown: el.localName === "img" ? el.naturalWidth : width};
+}))"""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def mlflow_ui(tmp_path: Path, empty_store_db: Path) -> Iterator[tuple[str, str]]:
+    """(UI base URL, tracking URI) of a real MLflow UI over a fresh sqlite store in tmp_path."""
+    db = tmp_path / "store" / "mlflow.db"
+    db.parent.mkdir()
+    shutil.copyfile(empty_store_db, db)
+    uri, port = f"sqlite:///{db}", _free_port()
+    command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri]
+    command += ["--default-artifact-root", str(db.parent / "artifacts"), "--host", "127.0.0.1"]
+    command += ["--port", str(port)]
+    log = (tmp_path / "mlflow_ui.log").open("w")
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_S
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/health", timeout=2):
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(
+                        f"mlflow ui did not start: {(tmp_path / 'mlflow_ui.log').read_text()[-2000:]}"
+                    )
+                time.sleep(0.3)
+        yield base, uri
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+def _blob_frame(page: Any, timeout_s: float = 60) -> Any:
+    """The UI's iframe that shows the HTML artifact (a blob: document)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for frame in page.frames:
+            if frame.url.startswith("blob:"):
+                return frame
+        page.wait_for_timeout(250)  # lets Playwright deliver the page's events
+    pytest.fail(f"no blob: iframe in the artifact view; frames: {[f.url for f in page.frames]}")
+
+
+@pytest.mark.slow
+def test_the_page_loads_its_images_inside_mlflows_artifact_view(
+    browser: Any,
+    mlflow_ui: tuple[str, str],
+    slide: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    base, uri = mlflow_ui
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("giant", artifact_location=(tmp_path / "artifacts").as_uri())
+    run_id = client.create_run(experiment).info.run_id
+    layout = JobLayout(tmp_path / "job")
+    folder = layout.trajectory("demo/1", 0)
+    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API holds this thread's event loop
+        traj = pool.submit(scripted_episode, slide, folder, tmp_path).result()
+    write_html(folder, truth="2", correct=True, mlflow_run_id=run_id)
+    job = JobRun(client, run_id, settings=None)  # type: ignore[arg-type]  # logging needs no settings
+    job.log_artifacts({}, {TRAJECTORIES_DIR: layout.trajectories})
+
+    page_path = f"{trajectory_dir('demo/1', 0)}/trajectory.html"
+    logged_page = Path(client.get_run(run_id).info.artifact_uri.removeprefix("file://")) / page_path
+    jpeg = sum((folder / region.image).stat().st_size for region in traj.regions)
+    assert logged_page.stat().st_size < jpeg / 4  # the logged page names its images, embeds none
+
+    with open_page(
+        browser, f"{base}/#/experiments/{experiment}/runs/{run_id}/artifacts/{page_path}"
+    ) as opened:
+        frame = _blob_frame(opened.page)
+        frame.wait_for_selector("svg.overview", timeout=30_000)
+        images = frame.evaluate(IMAGES)
+        text = frame.evaluate("() => document.body.innerText")
+        opened.page.screenshot(path=str(tmp_path / "mlflow_artifact_view.png"))
+
+    assert len(images) == len(traj.regions)  # the overview and every crop
+    for image in images:
+        assert image["url"].startswith(f"{base}/get-artifact?run_uuid={run_id}&path="), image
+        assert image["width"] > 0 and image["shown"] > 0, image  # fetched from the server and decoded
+    assert "correct" in text and "<script>alert('x')</script>" in text  # model text shown, not run
