@@ -35,6 +35,7 @@ class RunEntry(BaseModel):
     metric_name: str
     n_items: int
     metric: float  # on all of its items (fraction)
+    cost_per_item: float | None  # USD; None: unknown
     differs: dict[str, str]  # the settings in which the compared runs differ, this run's values
 
 
@@ -182,6 +183,7 @@ def compare_runs(runs: Sequence[RunData], *, replicates: int = 1000, seed: int =
             metric_name=run.metric_name,
             n_items=len(run.items),
             metric=_metric(run),
+            cost_per_item=run.cost_usd / len(run.items) if run.cost_usd is not None and run.items else None,
             differs={key: run.settings().get(key, "-") for key in differs},
         )
         for letter, run in zip(letters, runs, strict=True)

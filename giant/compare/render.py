@@ -94,7 +94,7 @@ def _md_row(cells: list[str]) -> str:
 
 def _run_rows(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
     keys = list(comparison.runs[0].differs)
-    header = ["run", "name", "task", "metric", "items", "metric (%)", *keys, "source"]
+    header = ["run", "name", "task", "metric", "items", "metric (%)", "cost/item", *keys, "source"]
     rows = [
         [
             r.letter,
@@ -103,6 +103,7 @@ def _run_rows(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
             r.metric_name,
             str(r.n_items),
             _pct(r.metric),
+            "unknown" if r.cost_per_item is None else f"${r.cost_per_item:.4f}",
             *(r.differs[k] for k in keys),
             r.run_id or r.where,
         ]
@@ -300,6 +301,7 @@ def to_html(comparison: Comparison) -> str:
     notes = [
         *comparison.notes,
         f"Paired bootstrap: {comparison.replicates} replicates, seed {comparison.seed}.",
+        "A shaded pair: its 95% interval of the difference excludes zero.",
     ]
     parts.append('<ul class="note">' + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
     flips = [(pair, flip) for pair in comparison.pairs for flip in pair.flips]

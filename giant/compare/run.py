@@ -64,5 +64,5 @@ def compare(
     if log:
         from giant.compare.track import log_comparison
 
-        outcome.run_id = log_comparison(runs, files, out_dir, tracking)
+        outcome.run_id = log_comparison(comparison, runs, files, out_dir, tracking)
     return outcome

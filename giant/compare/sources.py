@@ -61,7 +61,7 @@ class RunData(BaseModel):
     tie_rule: str
     config: dict[str, Any]
     items: dict[str, ItemOutcome]
-    cost_usd: float | None = None
+    cost_usd: float | None = None  # the job's spend; None: unknown (a model without a price)
 
     @property
     def sweep_id(self) -> str | None:

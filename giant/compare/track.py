@@ -8,6 +8,7 @@ from pathlib import Path
 
 import mlflow
 
+from giant.compare.pairs import Comparison
 from giant.compare.sources import RunData
 from giant.config import TrackingSettings
 from giant.job_layout import TRAJECTORIES_DIR
@@ -23,7 +24,29 @@ def _sweep_parent(client: mlflow.MlflowClient, experiment_id: str, sweep_id: str
     return runs[0].info.run_id if runs else None
 
 
-def log_comparison(runs: list[RunData], files: list[Path], out_dir: Path, tracking: TrackingSettings) -> str:
+def pair_metrics(comparison: Comparison) -> dict[str, float]:
+    """Per pair `<task>.<A>_vs_<B>.<name>`: the difference and its interval (fractions), the
+    discordant counts and the p-values, so comparison runs can be searched and charted."""
+    metrics: dict[str, float] = {}
+    for pair in comparison.pairs:
+        prefix = f"{pair.task}.{pair.a}_vs_{pair.b}"
+        values = {
+            "difference": pair.difference.point,
+            "ci_low": pair.difference.ci_low,
+            "ci_high": pair.difference.ci_high,
+            "n_common": pair.n_common,
+            "a_right_only": pair.a_only_right,
+            "b_right_only": pair.b_only_right,
+            "mcnemar_p": pair.p_value,
+            "p_holm": pair.p_holm,
+        }
+        metrics.update({f"{prefix}.{name}": float(v) for name, v in values.items() if v is not None})
+    return metrics
+
+
+def log_comparison(
+    comparison: Comparison, runs: list[RunData], files: list[Path], out_dir: Path, tracking: TrackingSettings
+) -> str:
     from giant.tracking.mlflow_logger import open_experiment
 
     client, experiment_id = open_experiment(tracking)
@@ -39,6 +62,8 @@ def log_comparison(runs: list[RunData], files: list[Path], out_dir: Path, tracki
             tags["mlflow.parentRunId"] = parent
     run = client.create_run(experiment_id, run_name="comparison", tags=tags)
     run_id = run.info.run_id
+    for name, value in pair_metrics(comparison).items():
+        client.log_metric(run_id, name, value)
     for path in files:
         client.log_artifact(run_id, str(path), artifact_path=ARTIFACT_DIR)
     if (out_dir / TRAJECTORIES_DIR).is_dir():

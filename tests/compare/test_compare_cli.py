@@ -68,6 +68,11 @@ def test_two_job_folders(sweep: Sweep, compared: Compared) -> None:
     assert run.data.tags["giant.compared"] == ",".join(sweep.run_ids)
     # both jobs belong to one sweep: the comparison is a child of the sweep's parent run
     assert run.data.tags["mlflow.parentRunId"] == sweep.sweep_id
+    row = _pair_row(out)
+    metrics = run.data.metrics
+    assert metrics["demo_shapes.A_vs_B.difference"] == pytest.approx(float(row["difference"]))
+    assert metrics["demo_shapes.A_vs_B.mcnemar_p"] == pytest.approx(float(row["mcnemar_p"]))
+    assert metrics["demo_shapes.A_vs_B.n_common"] == 8
     names = {a.path for a in sweep.cli.client().list_artifacts(run_id, "comparison")}
     assert {"comparison/comparison.md", "comparison/comparison.html", "comparison/trajectories"} <= names
 
