@@ -146,7 +146,9 @@ class RunSettings(_Strict):
         """Resolve, validate and cross-check; raises ConfigError (one line) on any problem."""
         data = resolve(cfg)
         run_keys = set(RunOptions.model_fields)
-        sections = {key: data.get(key) for key in ("paths", "provider", "dataset", "agent", "tracking", "tools")}
+        sections = {
+            key: data.get(key) for key in ("paths", "provider", "dataset", "agent", "tracking", "tools")
+        }
         sections["run"] = {key: value for key, value in data.items() if key in run_keys}
         try:
             settings = cls.model_validate(sections)

@@ -125,7 +125,9 @@ def settings_of(record: dict[str, Any]) -> RunSettings:
     """A job's settings from its resolved_config.json. The provider section is taken as recorded,
     not validated: a re-score never builds the provider, so its script or key need not exist."""
     data = dict(record)
-    sections = {key: data.pop(key, None) for key in ("paths", "provider", "dataset", "agent", "tracking", "tools")}
+    sections = {
+        key: data.pop(key, None) for key in ("paths", "provider", "dataset", "agent", "tracking", "tools")
+    }
     try:
         provider = sections["provider"] or {}
         return RunSettings.model_construct(
