@@ -37,6 +37,7 @@ bench: $(VENV_STAMP) ## performance measurements (print numbers, assert nothing)
 	$(PY) benchmarks/crop_latency.py
 	$(PY) benchmarks/runner_overhead.py
 	$(PY) benchmarks/fetch_throughput.py
+	$(PY) benchmarks/storage.py
 	$(PY) benchmarks/cache_billing.py
 	$(PY) benchmarks/conch_latency.py
 
