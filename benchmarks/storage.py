@@ -77,16 +77,18 @@ def peer() -> Iterator[str]:
         server.server_close()
 
 
-def unique_bytes(paths: Iterable[Path], seen: set[tuple[int, int]]) -> int:
-    """Sizes of the regular files not counted yet (a hard link to a counted file adds nothing)."""
-    total = 0
+def unique_bytes(paths: Iterable[Path], seen: set[tuple[int, int]]) -> tuple[int, int]:
+    """(bytes, of which JPEG bytes) of the regular files not counted yet (a hard link to a counted
+    file adds nothing)."""
+    total = jpeg = 0
     for path in paths:
         if path.is_file() and not path.is_symlink():
             stat = path.stat()
             if (stat.st_dev, stat.st_ino) not in seen:
                 seen.add((stat.st_dev, stat.st_ino))
                 total += stat.st_size
-    return total
+                jpeg += stat.st_size if path.suffix == ".jpg" else 0
+    return total, jpeg
 
 
 def files(folder: Path) -> list[Path]:
@@ -110,20 +112,22 @@ def hashes_size(job: Path, digest: str) -> int:
 
 class Measured(NamedTuple):
     label: str
-    locations: dict[str, int]
+    locations: dict[str, tuple[int, int]]  # name -> (bytes, of which JPEG files)
     images: int
     jpeg: int
     item_runs: int
 
     @property
     def total(self) -> int:
-        return sum(self.locations.values())
+        return sum(size for size, _ in self.locations.values())
 
     def print(self) -> None:
         per = self.item_runs
         print(f"[{self.label}] T={T}, {per} item-runs, {self.images} distinct images sent")
-        for name, size in self.locations.items():
-            print(f"  {name:<28} {size / per / 1e6:8.3f} MB per item-run")
+        for name, (size, jpeg) in self.locations.items():
+            print(
+                f"  {name:<28} {size / per / 1e6:8.3f} MB per item-run (JPEG files {jpeg / per / 1e6:.3f} MB)"
+            )
         print(f"  {'total':<28} {self.total / per / 1e6:8.3f} MB per item-run")
         print(f"  {'JPEG bytes the model saw':<28} {self.jpeg / per / 1e6:8.3f} MB per item-run")
         print(f"  ratio {self.total / self.jpeg:.2f}x (goal <= 2x)")
@@ -161,7 +165,7 @@ def run_job(checkout: Path, label: str, work: Path, base_url: str, empty_db: Pat
     if done.returncode != 0:
         raise SystemExit(f"{label}: the job failed\n{done.stderr[-3000:]}")
     seen: set[tuple[int, int]] = set()
-    locations: dict[str, int] = {}
+    locations: dict[str, tuple[int, int]] = {}
     for name, folder in [
         ("job folder: trajectories", out / "trajectories"),
         ("ledger", cache / "ledger"),
@@ -170,7 +174,7 @@ def run_job(checkout: Path, label: str, work: Path, base_url: str, empty_db: Pat
         locations[name] = unique_bytes(files(folder), seen)
     rest = [path for path in files(out) if "trajectories" not in path.relative_to(out).parts]
     locations["job folder: other files"] = unique_bytes(rest, seen)
-    locations["MLflow database growth"] = max(0, db.stat().st_size - empty_db.stat().st_size)
+    locations["MLflow database growth"] = (max(0, db.stat().st_size - empty_db.stat().st_size), 0)
     images, jpeg = seen_jpeg_bytes(out)
     return Measured(label, locations, images, jpeg, ITEMS)
 
