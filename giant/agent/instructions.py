@@ -212,8 +212,7 @@ def conch_prompt(max_hypotheses: int) -> str:
 def conch_result(image: str, square: Box, ranked: Sequence[tuple[str, float]]) -> str:
     """The reply to a conch call: what was scored, then each hypothesis with its score, highest first."""
     lines = [
-        f"CONCH scored the central square {square} of {image}. Similarity to each hypothesis, "
-        "highest first:"
+        f"CONCH scored the central square {square} of {image}. Similarity to each hypothesis, highest first:"
     ]
     lines += [f"{rank}. {score:+.3f}  {text}" for rank, (text, score) in enumerate(ranked, start=1)]
     return "\n".join(lines)
