@@ -67,8 +67,8 @@ def test_a_batch_of_images_embeds_as_each_alone() -> None:
 
 
 def test_a_checkpoint_file_loads_strictly_through_the_real_path(tmp_path: Path) -> None:
-    """A checkpoint as CONCH's is saved (DataParallel prefix, caption decoder keys) loads into a fresh
-    model and scores exactly as the model it was saved from."""
+    """A checkpoint as CONCH's is saved (DataParallel prefix, caption decoder keys, a saved mask)
+    loads into a fresh model and scores exactly as the model it was saved from."""
     import torch
 
     from giant.tools.conch.load import load_strict, read_checkpoint
@@ -79,6 +79,7 @@ def test_a_checkpoint_file_loads_strictly_through_the_real_path(tmp_path: Path) 
     randomise(source, 7)
     state = {f"module.{k}": v for k, v in source.state_dict().items()}
     state["module.text_decoder.ln_final.weight"] = torch.ones(3)
+    state["module.text.attn_mask"] = torch.zeros(TINY.context_length, TINY.context_length)
     path = tmp_path / "pytorch_model.bin"
     torch.save({"state_dict": state}, path)
     model = CocaEncoder(TINY)
@@ -209,3 +210,19 @@ def test_a_missing_tokenizer_names_where_to_get_it(tmp_path: Path) -> None:
     assert tokenizer_file(settings(weights=str(checkpoint)), checkpoint) == tmp_path / TOKENIZER_FILE
     with pytest.raises(ConfigError, match=r"tools\.conch\.tokenizer="):
         tokenizer_file(settings(weights=str(checkpoint), tokenizer=str(tmp_path / "none.json")), checkpoint)
+
+
+def test_the_class_token_sees_the_text_as_conch_was_trained() -> None:
+    """Causal attention everywhere; the class token (last row) also hides key j >= 1 when text token
+    j-1 is padding, so with one padding token it sees every position but its own."""
+    import torch
+
+    from giant.tools.conch.model import TextTower
+    from giant.tools.conch.spec import TINY
+
+    mask = TextTower(TINY).attention_mask(torch.tensor([[1, 5, 2, 0]]))
+    assert mask.shape == (TINY.text_heads, 5, 5)
+    inf = float("-inf")
+    causal = [[0.0 if j <= i else inf for j in range(5)] for i in range(4)]
+    assert mask[0].tolist() == [*causal, [0.0, 0.0, 0.0, 0.0, inf]]
+    assert torch.equal(mask[0], mask[1])  # the same for every head

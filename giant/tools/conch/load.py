@@ -21,6 +21,7 @@ TOKENIZER_URL = (
     "https://github.com/mahmoodlab/CONCH/raw/main/conch/open_clip_custom/tokenizers/" + TOKENIZER_FILE
 )
 DROPPED_PREFIX = "text_decoder."  # the caption decoder: no part of image-text similarity
+MASK_SUFFIX = "attn_mask"  # a causal mask some checkpoints carry as a buffer; the model builds its own
 INSTALL = "pip install -e '.[conch]' (PyTorch and tokenizers)"
 
 
@@ -52,7 +53,8 @@ def load_conch(settings: ConchSettings) -> Any:
 
 def read_checkpoint(path: Path) -> dict[str, Any]:
     """The encoder's tensors from a checkpoint: a bare state dict or one under "state_dict", with or
-    without DataParallel's "module." prefix; the caption decoder's keys left out."""
+    without DataParallel's "module." prefix; the caption decoder's keys and saved attention masks
+    left out."""
     import torch
 
     try:
@@ -67,7 +69,11 @@ def read_checkpoint(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"tools.conch.weights={path}: holds no state dict; pass CONCH's {CHECKPOINT_FILE}")
     state = {str(key).removeprefix("module."): value for key, value in data.items()}
-    return {key: value for key, value in state.items() if not key.startswith(DROPPED_PREFIX)}
+    return {
+        key: value
+        for key, value in state.items()
+        if not key.startswith(DROPPED_PREFIX) and not key.endswith(MASK_SUFFIX)
+    }
 
 
 def load_strict(model: Any, state: dict[str, Any], source: str) -> None:
