@@ -3,6 +3,7 @@ path as CONCH's weights (skipped without PyTorch, failing under CI)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -226,3 +227,37 @@ def test_the_class_token_sees_the_text_as_conch_was_trained() -> None:
     causal = [[0.0 if j <= i else inf for j in range(5)] for i in range(4)]
     assert mask[0].tolist() == [*causal, [0.0, 0.0, 0.0, 0.0, inf]]
     assert torch.equal(mask[0], mask[1])  # the same for every head
+
+
+def test_prepare_loads_each_setting_once_per_process() -> None:
+    from giant.tools import ToolSettings, active, prepare
+
+    tiny = ToolSettings(conch=settings(weights="tiny-random"))
+    first = prepare(["conch"], tiny)["conch"].scorer
+    assert prepare(["conch"], tiny)["conch"].scorer is first  # a sweep's second job reuses the weights
+    assert active("conch").max_hypotheses == 8
+    other = ToolSettings(conch=settings(weights="tiny-random", seed=3))
+    assert prepare(["conch"], other)["conch"].scorer is not first
+    assert prepare([], tiny) == {}  # a run without tools leaves none active
+
+
+@pytest.mark.slow
+def test_an_unreachable_hugging_face_repo_is_one_line(tmp_path: Path) -> None:
+    import subprocess
+
+    code = (
+        "from giant.errors import ConfigError\n"
+        "from giant.tools.conch.load import load_conch\n"
+        "from giant.tools.settings import ConchSettings\n"
+        "try:\n"
+        "    load_conch(ConchSettings(weights='MahmoodLab/CONCH', tokenizer=None, max_hypotheses=8,\n"
+        "                             device='cpu', hf_token_env='GIANT_TEST_NO_TOKEN', seed=0))\n"
+        "except ConfigError as err:\n"
+        "    print(err)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    [line] = done.stdout.strip().splitlines()
+    assert line.startswith("tools.conch.weights=MahmoodLab/CONCH: ")
+    assert "pass tools.conch.weights=/path/to/pytorch_model.bin" in line
