@@ -5,8 +5,9 @@ builder (tests/llm/wire_episode.py: a peer that crops until step T and then answ
 body as sent is cut into blocks (giant.llm.caching.wire_request) and billed under the provider's own
 rule, the same one the dry-run forecast uses: OpenAI's prefix cache per prompt_cache_key (from 1024
 tokens in 128-token steps), Anthropic's breakpoints (reads at 0.1x, writes at 1.25x; 20-block
-lookback), and for an OpenAI-compatible server vLLM's block prefix reuse (share of input reused; its
-price is unknown). Prices are conf/pricing.yaml's for the provider's default model.
+lookback; nothing below the model's minimum, 4096 tokens for the default Opus 4.5, so one row shows
+Opus 4.1, which caches from 1024), and for an OpenAI-compatible server vLLM's block prefix reuse
+(share of input reused; its price is unknown). Prices are conf/pricing.yaml's for the model.
 
 Prints one row per provider/protocol and setting: the billed fraction, the share of the input read
 from the cache, and the mean billed input tokens per episode (uncached-equivalent). Asserts nothing.
@@ -41,6 +42,8 @@ PROVIDERS: list[tuple[str, dict[str, Any]]] = [
     ("openai", {"protocol": "tools"}),
     ("anthropic", {"protocol": "structured"}),
     ("anthropic", {"protocol": "tools"}),
+    ("anthropic", {"protocol": "structured", "model": "claude-opus-4-1"}),  # caches from 1024 tokens
+    ("anthropic", {"protocol": "tools", "model": "claude-opus-4-1"}),
     ("openai_compatible", {"model": "qwen2.5-vl", "base_url": "http://127.0.0.1:8000/v1"}),
 ]
 SETTINGS = "5,10,20,20:5"  # T, or T:max_images_in_context
@@ -76,7 +79,7 @@ def billed(provider: ProviderConfig, episodes: Sequence[list[dict[str, Any]]], p
     plain = cached = 0.0
     for bodies in episodes:
         requests: list[Request] = [wire_request(body, cls.image_tokens) for body in bodies]
-        splits: list[CacheSplit] = rule(requests, True)
+        splits: list[CacheSplit] = rule(requests, True, provider.model)
         usage = Usage(
             input_tokens=sum(r.tokens for r in requests),
             cached_input_tokens=sum(s.read for s in splits),
@@ -111,10 +114,10 @@ def main() -> None:
         ]
         print(f"mode={args.mode} items={args.items} slide={WIDTH}x{HEIGHT}")
         head = ("provider", "T", "max_img", "billed", "read", "input_tok/ep", "billed_tok/ep")
-        print("{:<30} {:>3} {:>7} {:>7} {:>6} {:>12} {:>13}".format(*head))
+        print("{:<40} {:>3} {:>7} {:>7} {:>6} {:>12} {:>13}".format(*head))
         for name, overrides in PROVIDERS:
             provider = provider_settings(name, **overrides)
-            label = f"{name}/{getattr(provider, 'protocol', 'structured')}"
+            label = f"{name}/{getattr(provider, 'protocol', 'structured')} {provider.model}"
             for setting in args.settings.split(","):
                 t, _, shown = setting.partition(":")
                 max_images = int(shown) if shown else None
@@ -138,7 +141,7 @@ def main() -> None:
                 money = "n/a" if row.fraction is None else f"{row.fraction:.1%}"
                 paid = "n/a" if row.billed_tokens is None else f"{row.billed_tokens:.0f}"
                 print(
-                    f"{label:<30} {t:>3} {shown or '-':>7} {money:>7} {row.read:>6.1%} "
+                    f"{label:<40} {t:>3} {shown or '-':>7} {money:>7} {row.read:>6.1%} "
                     f"{row.input_tokens:>12.0f} {paid:>13}"
                 )
 

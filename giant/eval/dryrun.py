@@ -209,7 +209,7 @@ def estimate_cost(
             requests = item_requests(plan, *text, per_image)
             splits = (
                 [CacheSplit(0, 0)] * len(requests),
-                provider_cls.cache_rule(requests, enabled),
+                provider_cls.cache_rule(requests, enabled, model),
                 every_prefix_cached(requests),
             )
             per_text[text] = [_usage(requests, split) for split in splits]

@@ -9,7 +9,8 @@ Prompt caching: the tools, tool_choice, thinking settings and system prompt are 
 call of an item (a demanded answer is asked for in the message, schema.offered_actions), so the
 prefix only grows. Breakpoints (cache_control, at most 4) go on the system prompt, on the end of the
 previous call's newest message (what that call wrote: read back here, whatever the lookback), on
-the end of this call's newest message (written for the next call), and just before the oldest image
+the end of this call's newest message (written for the next call; not when the answer is demanded,
+as no call is meant to follow), and just before the oldest image
 still shown after the first message: with agent.max_images_in_context the agent drops old images in
 blocks (giant/agent/context.py), and the prefix up to there survives the next drop.
 Thinking blocks and their signatures must be re-sent unmodified before the tool_use they led to: they
@@ -108,7 +109,7 @@ class AnthropicProvider(SdkProvider[AnthropicSettings]):
                 blocks.append({"type": "tool_use", "id": step.call_id, "name": tool.name, "input": args})
         return blocks
 
-    def _messages(self, conversation: Conversation) -> list[dict[str, Any]]:
+    def _messages(self, conversation: Conversation, last_call: bool = False) -> list[dict[str, Any]]:
         """Anthropic wants roles to alternate and every tool_use answered by a tool_result in the next
         user turn: consecutive user messages are merged and unanswered tool uses get a short result."""
         out: list[dict[str, Any]] = []
@@ -133,7 +134,7 @@ class AnthropicProvider(SdkProvider[AnthropicSettings]):
             else:
                 out.append({"role": "user", "content": blocks})
         if self.cfg.prompt_caching:
-            _mark_breakpoints(out)
+            _mark_breakpoints(out, write_newest=not last_call)
         return out
 
     def build_request(self, conversation: Conversation, ctx: CallContext) -> dict[str, Any]:
@@ -141,7 +142,7 @@ class AnthropicProvider(SdkProvider[AnthropicSettings]):
         request: dict[str, Any] = {
             "model": cfg.model,
             "max_tokens": cfg.max_tokens,
-            "messages": self._messages(conversation),
+            "messages": self._messages(conversation, last_call=ctx.must_answer),
         }
         if conversation.system:
             system: dict[str, Any] = {"type": "text", "text": conversation.system}
@@ -261,14 +262,16 @@ def _shrunk(message: dict[str, Any]) -> dict[str, Any]:
     return {**message, "content": content}
 
 
-def _mark_breakpoints(messages: list[dict[str, Any]]) -> None:
+def _mark_breakpoints(messages: list[dict[str, Any]], *, write_newest: bool) -> None:
     """Mark the block before the oldest later image, the last block of the user message before the
     model's last turn (the previous call's newest message, which that call marked and so wrote to the
-    cache) and the last block of the newest message."""
+    cache) and, unless this call is meant to be the last (the answer is demanded: no call would read
+    it, and a write costs 1.25x), the last block of the newest message."""
     _mark_before_first_later_image(messages)
     assistants = [i for i, message in enumerate(messages) if message["role"] == "assistant"]
     ends = [assistants[-1] - 1] if assistants and assistants[-1] > 0 else []
-    for index in [*ends, len(messages) - 1]:
+    newest = [len(messages) - 1] if write_newest else []
+    for index in [*ends, *newest]:
         content = messages[index]["content"]
         if content and messages[index]["role"] == "user":
             content[-1] = {**content[-1], "cache_control": CACHE}

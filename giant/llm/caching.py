@@ -39,7 +39,16 @@ from PIL import Image
 
 OPENAI_MIN_PREFIX = 1024  # shorter prompts are never cached
 OPENAI_STEP = 128  # a cache hit grows in steps of this many tokens
-ANTHROPIC_MIN_PREFIX = 1024  # Sonnet/Opus; below it a breakpoint writes nothing
+ANTHROPIC_MIN_PREFIX = 1024  # Sonnet 4.x, Opus 4/4.1; below it a breakpoint writes nothing
+# Models with a larger minimum (Anthropic's prompt-caching page), matched by name prefix so a dated
+# snapshot (claude-opus-4-5-20251101) counts as its model.
+ANTHROPIC_MIN_PREFIX_BY_MODEL = {
+    "claude-opus-4-5": 4096,
+    "claude-opus-4-6": 4096,
+    "claude-haiku-4-5": 4096,
+    "claude-3-5-haiku": 2048,
+    "claude-3-haiku": 2048,
+}
 ANTHROPIC_LOOKBACK = 20  # block boundaries a breakpoint checks for an earlier write
 VLLM_BLOCK = 16  # vLLM's default KV-cache block size in tokens
 CHARS_PER_TOKEN = 4  # text tokens are estimated from characters (no tokenizer offline)
@@ -67,11 +76,12 @@ class CacheSplit(NamedTuple):
 
 
 NO_CACHE = CacheSplit(0, 0)
-# requests of one item in order, whether the provider's prompt_caching setting is on -> split per request
-CacheRule = Callable[[Sequence[Request], bool], list[CacheSplit]]
+# requests of one item in order, whether the provider's prompt_caching setting is on, the model ->
+# split per request
+CacheRule = Callable[[Sequence[Request], bool, str], list[CacheSplit]]
 
 
-def no_caching(requests: Sequence[Request], enabled: bool = True) -> list[CacheSplit]:
+def no_caching(requests: Sequence[Request], enabled: bool = True, model: str = "") -> list[CacheSplit]:
     """Offline providers and servers whose billing we do not know: everything is plain input."""
     return [NO_CACHE for _ in requests]
 
@@ -102,7 +112,7 @@ def _longest_shared(requests: Sequence[Request]) -> list[int]:
     return shared
 
 
-def openai_prefix(requests: Sequence[Request], enabled: bool = True) -> list[CacheSplit]:
+def openai_prefix(requests: Sequence[Request], enabled: bool = True, model: str = "") -> list[CacheSplit]:
     """OpenAI's automatic cache (on whether or not prompt_cache_key is sent)."""
     return [
         CacheSplit(shared // OPENAI_STEP * OPENAI_STEP if shared >= OPENAI_MIN_PREFIX else 0, 0)
@@ -110,12 +120,23 @@ def openai_prefix(requests: Sequence[Request], enabled: bool = True) -> list[Cac
     ]
 
 
-def anthropic_breakpoints(requests: Sequence[Request], enabled: bool = True) -> list[CacheSplit]:
+def anthropic_min_prefix(model: str) -> int:
+    return next(
+        (tokens for name, tokens in ANTHROPIC_MIN_PREFIX_BY_MODEL.items() if model.startswith(name)),
+        ANTHROPIC_MIN_PREFIX,
+    )
+
+
+def anthropic_breakpoints(
+    requests: Sequence[Request], enabled: bool = True, model: str = ""
+) -> list[CacheSplit]:
     """Anthropic's explicit cache: nothing without breakpoints (provider.prompt_caching=false). Each
     breakpoint reads the longest earlier write among the ANTHROPIC_LOOKBACK block boundaries that end
-    at or before it, and writes (at the write rate) from there up to the request's last breakpoint."""
+    at or before it, and writes (at the write rate) from there up to the request's last breakpoint,
+    if that prefix reaches the model's minimum."""
     if not enabled:
         return no_caching(requests)
+    minimum = anthropic_min_prefix(model)
     written: set[int] = set()  # prefixes an earlier request ended with a breakpoint
     splits = []
     for request in requests:
@@ -125,13 +146,13 @@ def anthropic_breakpoints(requests: Sequence[Request], enabled: bool = True) -> 
         for end in breakpoints:
             window = prefixes[max(0, end - ANTHROPIC_LOOKBACK + 1) : end + 1]
             read = max([read, *(tokens for identity, tokens in window if identity in written)])
-        marks = [prefixes[i] for i in breakpoints if prefixes[i][1] >= ANTHROPIC_MIN_PREFIX]
+        marks = [prefixes[i] for i in breakpoints if prefixes[i][1] >= minimum]
         written.update(identity for identity, _ in marks)
         splits.append(CacheSplit(read, max(0, marks[-1][1] - read) if marks else 0))
     return splits
 
 
-def vllm_prefix(requests: Sequence[Request], enabled: bool = True) -> list[CacheSplit]:
+def vllm_prefix(requests: Sequence[Request], enabled: bool = True, model: str = "") -> list[CacheSplit]:
     """vLLM's automatic prefix caching: the longest prefix shared with an earlier request, in whole
     KV blocks. What a local server reuses (time, not money: billing stays `no_caching`)."""
     return [CacheSplit(shared // VLLM_BLOCK * VLLM_BLOCK, 0) for shared in _longest_shared(requests)]

@@ -258,7 +258,7 @@ class ProviderClass(Protocol):
         """Input tokens one image of this size costs (a static method on the class)."""
         ...
 
-    def cache_rule(self, requests: Sequence[Request], enabled: bool) -> list[CacheSplit]:
+    def cache_rule(self, requests: Sequence[Request], enabled: bool, model: str = "") -> list[CacheSplit]:
         """Input tokens of each request read from and written to the prompt cache, by the provider's
         billing (giant.llm.caching; a static method on the class)."""
         ...

@@ -19,6 +19,7 @@ from giant.llm.caching import (
     Request,
     Segment,
     anthropic_breakpoints,
+    anthropic_min_prefix,
     openai_prefix,
     vllm_prefix,
     wire_request,
@@ -41,12 +42,16 @@ ITEM = Item(
     truth=2,
     metric="accuracy",
 )
+OPUS_4_1 = {"model": "claude-opus-4-1"}  # caches from 1024 tokens (Opus 4.5 only from 4096)
 PROVIDERS = {
     "openai-structured": ("openai", {"protocol": "structured"}),
     "openai-tools": ("openai", {"protocol": "tools"}),
-    "anthropic-structured": ("anthropic", {"protocol": "structured"}),
-    "anthropic-structured-no-thinking": ("anthropic", {"protocol": "structured", "thinking_budget": None}),
-    "anthropic-tools": ("anthropic", {"protocol": "tools"}),
+    "anthropic-structured": ("anthropic", {"protocol": "structured", **OPUS_4_1}),
+    "anthropic-structured-no-thinking": (
+        "anthropic",
+        {"protocol": "structured", "thinking_budget": None, **OPUS_4_1},
+    ),
+    "anthropic-tools": ("anthropic", {"protocol": "tools", **OPUS_4_1}),
     "compatible-json-schema": ("openai_compatible", {"json_schema": True}),
     "compatible-schema-in-prompt": ("openai_compatible", {"json_schema": False}),
 }
@@ -140,14 +145,14 @@ def test_each_call_reads_everything_the_previous_call_sent(case: str, slide: Pat
     step, Anthropic reads it whole (a breakpoint sits where the previous call wrote), a vLLM server
     reuses it down to its KV block. Authors mode's restarts (calls 4 and 7: T=3 calls without an
     answer end an attempt) read the first attempt's opening call."""
-    name = settings(case).name
+    name, model = settings(case).name, settings(case).model
     bodies = episode(case, slide, lambda n: "answer" if n > 6 else "crop", mode="authors", max_steps=3)
     assert len(bodies) == 7 and bodies[3] == bodies[6] == bodies[0]  # a restart opens as the first call
     requests = [wire_request(body, provider_class(name).image_tokens) for body in bodies]
     rule, step = {"openai": (openai_prefix, 128), "anthropic": (anthropic_breakpoints, 1)}.get(
         name, (vllm_prefix, VLLM_BLOCK)
     )
-    reads = [split.read for split in rule(requests, True)]
+    reads = [split.read for split in rule(requests, True, model)]
     previous = [requests[0].tokens, *(r.tokens for r in requests[:-1])]
     previous[3] = previous[6] = requests[0].tokens  # a restart shares the first call, then goes its way
     assert requests[0].tokens >= 1024
@@ -198,3 +203,24 @@ def test_wire_request_counts_images_by_formula_and_ignores_markers() -> None:
     assert [s.key for s in plain.segments] == [s.key for s in cached.segments]
     assert cached.segments[-1].breakpoint and not plain.segments[-1].breakpoint
     assert plain.segments[-1].tokens >= anthropic_pixels(1000, 750)
+
+
+def test_anthropic_minimum_prefix_follows_the_model() -> None:
+    """Opus 4.5 and Haiku 4.5 cache from 4096 tokens, Sonnet 4.5 from 1024: a 2000-token prefix is
+    written for one and billed as plain input for the other (a dated snapshot counts as its model)."""
+    first = Request((Segment("prefix", 2000, breakpoint=True),), 0)
+    assert anthropic_breakpoints([first], True, "claude-sonnet-4-5") == [CacheSplit(0, 2000)]
+    assert anthropic_breakpoints([first], True, "claude-opus-4-5-20251101") == [CacheSplit(0, 0)]
+    assert anthropic_min_prefix("claude-haiku-4-5") == 4096
+
+
+@pytest.mark.parametrize("case", ["anthropic-structured", "anthropic-tools"])
+def test_anthropic_final_call_reads_everything_and_writes_nothing(case: str, slide: Path) -> None:
+    """The call that must answer is meant to be the last: it reads all the previous call sent and
+    marks no new breakpoint (a write costs 1.25x and nothing would read it)."""
+    provider = settings(case)
+    bodies = episode(case, slide, answer_at(4), mode="paper", max_steps=4)
+    requests = [wire_request(body, provider_class("anthropic").image_tokens) for body in bodies]
+    splits = anthropic_breakpoints(requests, True, provider.model)
+    assert splits[-1] == CacheSplit(requests[-2].tokens, 0)
+    assert splits[-2].write > 0  # the calls before write for the next one
