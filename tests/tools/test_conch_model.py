@@ -261,3 +261,16 @@ def test_an_unreachable_hugging_face_repo_is_one_line(tmp_path: Path) -> None:
     [line] = done.stdout.strip().splitlines()
     assert line.startswith("tools.conch.weights=MahmoodLab/CONCH: ")
     assert "pass tools.conch.weights=/path/to/pytorch_model.bin" in line
+
+
+def test_a_score_depends_on_its_own_text_only_and_texts_are_embedded_once() -> None:
+    from giant.tools.conch.load import load_conch
+
+    scorer = load_conch(settings(weights="tiny-random"))
+    image = tissue(5)
+    together = scorer.score(image, HYPOTHESES)
+    assert scorer.cached_texts == 3
+    assert [scorer.score(image, [text])[0] for text in reversed(HYPOTHESES)] == together[::-1]
+    assert scorer.cached_texts == 3  # nothing embedded again
+    fresh = load_conch(settings(weights="tiny-random"))
+    assert fresh.score(image, HYPOTHESES[::-1]) == together[::-1]  # order and history do not matter
