@@ -20,9 +20,12 @@ from giant.config import TrackingSettings
 from giant.errors import ConfigError
 from giant.eval.results import SKIPPED, ResultRecord, latest_by_slot
 from giant.eval.voting import majority_vote
-from giant.job_layout import TRAJECTORY_FILE, TRAJECTORY_PAGE
+from giant.job_layout import REQUESTS_FILE, TRAJECTORY_FILE, TRAJECTORY_PAGE
 from giant.rescore import RUN_ID, load_source
 
+# What a trajectory page needs is the page, its JSON and its images; the recorded request bodies
+# (record_requests=true) can be large and are not copied.
+PAGE_ONLY = shutil.ignore_patterns(REQUESTS_FILE)
 FIX = "pass job folders (holding results.jsonl) or MLflow run ids, or --sweep-id"
 # Config sections and keys that never make two runs different methods (where files go, how fast).
 NOT_SETTINGS: tuple[str, ...] = (
@@ -87,7 +90,7 @@ class RunData(BaseModel):
         the local job folder or else the MLflow run's artifacts; False when neither has it."""
         folder = self.folder or (Path(self.tags["output_dir"]) if self.tags.get("output_dir") else None)
         if folder is not None and (folder / relative / TRAJECTORY_FILE).is_file():
-            shutil.copytree(folder / relative, target, dirs_exist_ok=True)
+            shutil.copytree(folder / relative, target, ignore=PAGE_ONLY, dirs_exist_ok=True)
             return True
         if self.run_id is None:
             return False
@@ -97,7 +100,7 @@ class RunData(BaseModel):
             with tempfile.TemporaryDirectory(prefix="giant-compare-") as tmp:
                 client = mlflow.MlflowClient(tracking_uri=self.tracking_uri)
                 local = client.download_artifacts(self.run_id, relative, tmp)
-                shutil.copytree(local, target, dirs_exist_ok=True)
+                shutil.copytree(local, target, ignore=PAGE_ONLY, dirs_exist_ok=True)
         except (MlflowException, OSError):
             return False
         return (target / TRAJECTORY_PAGE).is_file() or (target / TRAJECTORY_FILE).is_file()

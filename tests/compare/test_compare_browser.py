@@ -1,5 +1,6 @@
 """comparison.html opened in headless Chromium: no script errors, every trajectory link resolves to a
-page that is there, and the direction filter changes the visible rows. The screenshot goes to
+page that is there (a copied page opens with its images), and the direction filter changes the
+visible rows. The screenshot goes to
 /work/notes/compare.png when that folder exists (the closing note), else into tmp_path."""
 
 from __future__ import annotations
@@ -41,3 +42,21 @@ def test_comparison_page_in_chromium(browser: Any, compared: Compared, tmp_path:
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 0
         assert opened.errors == []
+        _opens_with_its_images(browser, f"{base}/{hrefs[0]}")
+
+
+def _opens_with_its_images(browser: Any, url: str) -> None:
+    """A copied trajectory page loads every image it names (the viewer's page has no favicon link:
+    that request alone is answered here, so any other failed load is a missing file)."""
+    context = browser.new_context()
+    try:
+        context.route("**/favicon.ico", lambda route: route.fulfill(status=204, body=""))
+        page = context.new_page()
+        failed: list[str] = []
+        page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+        page.on("pageerror", lambda exc: failed.append(str(exc)))
+        page.goto(url, wait_until="load")
+        assert page.locator("[data-image]").count() > 0  # the overview, and the crops if any
+        assert failed == []
+    finally:
+        context.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
 
 import pytest
 
@@ -109,3 +110,16 @@ def test_rendered_files_name_failures_and_escape_html() -> None:
     rows = list(csv.DictReader(io.StringIO(to_csv(comparison))))
     assert [(r["a_right_only"], r["b_right_only"], r["mcnemar_p"]) for r in rows] == [("1", "1", "1")]
     assert "\\begin{tabular}" in to_latex(comparison) and "A vs B" in to_latex(comparison)
+
+
+def test_fetch_trajectory_copies_the_page_not_the_request_log(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    folder = job / "trajectories" / "t__1" / "run0"
+    folder.mkdir(parents=True)
+    for name in ("trajectory.json", "trajectory.html", "ab12.jpg", "requests.jsonl"):
+        (folder / name).write_text(name)
+    run = _run("a", {"1": [1]}).model_copy(update={"folder": job})
+    target = tmp_path / "out" / "A" / "t__1" / "run0"
+    assert run.fetch_trajectory("trajectories/t__1/run0", target)
+    assert sorted(p.name for p in target.iterdir()) == ["ab12.jpg", "trajectory.html", "trajectory.json"]
+    assert not run.fetch_trajectory("trajectories/t__2/run0", tmp_path / "none")  # no folder, no run id
