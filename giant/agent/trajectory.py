@@ -63,6 +63,10 @@ class ToolCall(BaseModel):
     scores: list[float]  # one per hypothesis, in the hypotheses' order
     seconds: float = 0.0
 
+    def ranked(self) -> list[tuple[str, float]]:
+        """(hypothesis, score) pairs, highest score first, as the model was told (ties keep its order)."""
+        return sorted(zip(self.hypotheses, self.scores, strict=True), key=lambda pair: -pair[1])
+
 
 class TrajectoryTotals(TokenCounts):
     """One episode's sums (eval's `Totals` sums a whole job)."""

@@ -357,10 +357,7 @@ def _tool_calls(runs: list[ItemRun]) -> str:
             _link(run),
             _e(call.call_index),
             _e(f"{call.image} {call.region}"),
-            "<br>".join(
-                _e(f"{score:+.3f}  {text}")
-                for score, text in sorted(zip(call.scores, call.hypotheses, strict=True), key=lambda p: -p[0])
-            ),
+            "<br>".join(_e(f"{score:+.3f}  {text}") for text, score in call.ranked()),
         )
         for run, call in calls[:ROWS_SHOWN]
     ]

@@ -52,18 +52,16 @@ async def score_hypotheses(
         scores = await asyncio.to_thread(scorer.score, region.image, action.hypotheses)
     except Exception as exc:  # a model failure ends this call, never the episode
         raise UnusableCall(instructions.conch_failed(f"{type(exc).__name__}: {exc}")) from exc
-    ep.traj.tool_calls.append(
-        ToolCall(
-            call_index=call_index,
-            tool="conch",
-            model=scorer.label,
-            image=image,
-            region=region.read,
-            input_size=scorer.input_size,
-            hypotheses=list(action.hypotheses),
-            scores=scores,
-            seconds=round(time.monotonic() - started, 4),
-        )
+    record = ToolCall(
+        call_index=call_index,
+        tool="conch",
+        model=scorer.label,
+        image=image,
+        region=region.read,
+        input_size=scorer.input_size,
+        hypotheses=list(action.hypotheses),
+        scores=scores,
+        seconds=round(time.monotonic() - started, 4),
     )
-    ranked = sorted(zip(action.hypotheses, scores, strict=True), key=lambda pair: -pair[1])
-    return instructions.conch_result(image, region.read, ranked)
+    ep.traj.tool_calls.append(record)
+    return instructions.conch_result(image, region.read, record.ranked())

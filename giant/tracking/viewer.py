@@ -112,8 +112,7 @@ def _action(step: Step) -> str:
 
 def _tool_call(call: ToolCall) -> str:
     """A tool's result as the model got it: each hypothesis with its score, highest first."""
-    ranked = sorted(zip(call.scores, call.hypotheses, strict=True), key=lambda pair: -pair[0])
-    rows = "".join(f"<tr><td>{score:+.3f}</td><td>{_e(text)}</td></tr>" for score, text in ranked)
+    rows = "".join(f"<tr><td>{score:+.3f}</td><td>{_e(text)}</td></tr>" for text, score in call.ranked())
     what = (
         f"{call.model} scored the central square {call.region} of {call.image} "
         f"({call.input_size}×{call.input_size} px read from the slide) in {call.seconds:.2f} s"
