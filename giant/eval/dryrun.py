@@ -243,7 +243,8 @@ def item_requests(plan: CallPlan, system_tokens: int, question_tokens: int, per_
     system prompt, the question, images 1..t and answers 1..t-1, its newest message being image t
     (at t = 1 the question with the thumbnail); otherwise each call is system, question and its own
     image. The breakpoints are where the Anthropic provider places cache_control: the system prompt,
-    the previous call's newest message and this call's."""
+    the previous call's newest message and this call's, unless this call must answer (the last of a
+    navigation, every call of a one-shot mode)."""
     head = (Segment("system", system_tokens, breakpoint=True), Segment("question", question_tokens))
     requests = []
     for t in range(1, plan.calls + 1):
@@ -252,10 +253,12 @@ def item_requests(plan: CallPlan, system_tokens: int, question_tokens: int, per_
             for i in range(1, t + 1):
                 if i > 1:
                     body.append(Segment(f"answer {i - 1}", OUTPUT_TOKENS_PER_CALL))
-                body.append(Segment(f"image {i}", per_image, breakpoint=i >= t - 1))
+                body.append(
+                    Segment(f"image {i}", per_image, breakpoint=i == t - 1 or (i == t and t < plan.calls))
+                )
             newest = 1 if t == 1 else len(head) + len(body) - 1
         else:
-            body, newest = [Segment(f"image {t}", per_image, breakpoint=True)], 1
+            body, newest = [Segment(f"image {t}", per_image)], 1
         requests.append(Request((*head, *body), newest))
     return requests
 
