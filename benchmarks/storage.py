@@ -16,65 +16,21 @@ checkout (e.g. `git worktree add /tmp/storage-base <commit>`) first, so the two 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import os
 import subprocess
 import sys
 import tempfile
-import threading
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the Responses API bodies live in tests/
+sys.path.insert(0, str(ROOT))  # the loopback Responses API lives in tests/
 
-from tests.llm.mock_api import message, responses_body, step_json  # noqa: E402
+from tests.tracking.responses_peer import responses_peer  # noqa: E402
 
 T = 20
 ITEMS = 3
-ANSWER = '<report>seen enough</report>\n<response>{"answer": 2}</response>'
-SIDE = (300, 1200)  # crop sides in level-0 pixels on the demo's 3200 x 2400 slides
-
-
-class Peer(BaseHTTPRequestHandler):
-    """A stateless Responses API: the call number is one more than the assistant turns sent back."""
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        turns = sum(1 for part in body.get("input", []) if part.get("role") == "assistant")
-        call = turns + 1
-        digest = hashlib.sha256(json.dumps(body.get("input", [])[:2], sort_keys=True).encode()).digest()
-        if call >= T:
-            action: dict[str, Any] = {"type": "answer", "text": ANSWER}
-        else:
-            side = SIDE[0] + (digest[call % 32] * 7 + call * 53) % (SIDE[1] - SIDE[0])
-            x = (digest[(call + 1) % 32] * 97 + call * 311) % (3200 - side)
-            y = (digest[(call + 2) % 32] * 89 + call * 173) % (2400 - side)
-            action = {"type": "crop", "x": x, "y": y, "width": side, "height": side}
-        reply = json.dumps(responses_body(message(step_json(action)))).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(reply)))
-        self.end_headers()
-        self.wfile.write(reply)
-
-    def log_message(self, format: str, *args: object) -> None:
-        return
-
-
-@contextmanager
-def peer() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Peer)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def unique_bytes(paths: Iterable[Path], seen: set[tuple[int, int]]) -> tuple[int, int]:
@@ -193,7 +149,7 @@ def main() -> None:
     parser.add_argument("--base", type=Path, help="another checkout measured first as the baseline")
     args = parser.parse_args()
     results = []
-    with tempfile.TemporaryDirectory(prefix="giant-storage-") as tmp, peer() as base_url:
+    with tempfile.TemporaryDirectory(prefix="giant-storage-") as tmp, responses_peer(T) as base_url:
         root = Path(tmp)
         empty_db = empty_store(root)
         checkouts = (
