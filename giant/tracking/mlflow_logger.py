@@ -18,9 +18,8 @@ from pathlib import Path
 
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
-from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
-from mlflow.store.artifact.local_artifact_repo import LocalArtifactRepository
 from mlflow.tracking import MlflowClient
+from mlflow.utils.file_utils import local_file_uri_to_path
 from mlflow.utils.time import get_current_time_millis
 from pydantic import BaseModel
 
@@ -260,9 +259,12 @@ class JobRun:
                 self.client.log_artifacts(self.run_id, str(staging))
 
     def _local_artifact_dir(self) -> Path | None:
-        """The run's artifact folder when its store is a local folder, else None."""
-        repository = get_artifact_repository(self.client.get_run(self.run_id).info.artifact_uri)
-        return Path(repository.artifact_dir) if isinstance(repository, LocalArtifactRepository) else None
+        """The run's artifact folder when its store is a local folder, else None (told by the URI
+        alone: building another store's client may need its SDK, e.g. boto3 for s3)."""
+        uri = self.client.get_run(self.run_id).info.artifact_uri
+        if urllib.parse.urlsplit(uri).scheme not in ("", "file"):
+            return None
+        return Path(local_file_uri_to_path(uri))
 
     def _copy_clean(self, source: Path, target: Path) -> None:
         """`target` holds `source` (replaced, never written through: it may be a link), redacted if

@@ -1,7 +1,8 @@
 """trajectory.html opened the way a researcher opens it from MLflow: a real `mlflow ui` on 127.0.0.1
-over a sqlite store and a file artifact root, the run's Artifacts tab in headless Chromium, the page
-inside the UI's sandboxed blob: iframe. The page embeds no image, so every image there must come from
-the server (get-artifact) and decode."""
+over a sqlite store, the run's Artifacts tab in headless Chromium, the page inside the UI's sandboxed
+blob: iframe; once with the artifacts in a folder (written directly, images linked) and once uploaded
+to the server (the copy path). The page embeds no image, so every image there must come from the
+server (get-artifact) and decode."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 from mlflow.tracking import MlflowClient
 
+from giant.agent.trajectory import Trajectory
 from giant.job_layout import TRAJECTORIES_DIR, JobLayout, trajectory_dir
 from giant.tracking.mlflow_logger import JobRun
 from giant.tracking.viewer import write_html
@@ -26,6 +28,7 @@ from tests.browser import open_page
 from tests.tracking.test_viewer import scripted_episode, slide  # noqa: F401  (the slide fixture)
 
 STARTUP_S = 180  # the UI imports and starts in 20-30 s on a busy 2-core machine
+PAGE = f"{trajectory_dir('demo/1', 0)}/trajectory.html"
 
 # Each image the page shows, loaded again by URL inside the page's own frame: an <img>'s decode, and
 # for the overview (an SVG <image>) a fresh Image() on its href.
@@ -44,39 +47,38 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.fixture
-def mlflow_ui(tmp_path: Path, empty_store_db: Path) -> Iterator[tuple[str, str]]:
-    """(UI base URL, tracking URI) of a real MLflow UI over a fresh sqlite store in tmp_path."""
-    db = tmp_path / "store" / "mlflow.db"
-    db.parent.mkdir()
+@pytest.fixture(scope="module")
+def mlflow_ui(tmp_path_factory: pytest.TempPathFactory, empty_store_db: Path) -> Iterator[tuple[str, str]]:
+    """(UI base URL, tracking URI) of a real MLflow UI over a fresh sqlite store, started once for
+    the module; uploads to `mlflow-artifacts:` land in a folder of its own."""
+    root = tmp_path_factory.mktemp("mlflow_ui")
+    db = root / "mlflow.db"
     shutil.copyfile(empty_store_db, db)
     uri, port = f"sqlite:///{db}", _free_port()
-    command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri]
-    command += ["--default-artifact-root", str(db.parent / "artifacts"), "--host", "127.0.0.1"]
-    command += ["--port", str(port)]
-    log = (tmp_path / "mlflow_ui.log").open("w")
-    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + STARTUP_S
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/health", timeout=2):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(
-                        f"mlflow ui did not start: {(tmp_path / 'mlflow_ui.log').read_text()[-2000:]}"
-                    )
-                time.sleep(0.3)
-        yield base, uri
-    finally:
-        server.terminate()
+    command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", "127.0.0.1"]
+    command += ["--default-artifact-root", str(root / "artifacts"), "--port", str(port)]
+    command += ["--artifacts-destination", str(root / "uploaded")]
+    log_path = root / "mlflow_ui.log"
+    with log_path.open("w") as log:
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        base = f"http://127.0.0.1:{port}"
         try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+            deadline = time.monotonic() + STARTUP_S
+            while True:
+                try:
+                    with urllib.request.urlopen(f"{base}/health", timeout=2):
+                        break
+                except OSError:
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        pytest.fail(f"mlflow ui did not start: {log_path.read_text()[-2000:]}")
+                    time.sleep(0.3)
+            yield base, uri
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
 
 
 def _blob_frame(page: Any, timeout_s: float = 60) -> Any:
@@ -90,39 +92,58 @@ def _blob_frame(page: Any, timeout_s: float = 60) -> Any:
     pytest.fail(f"no blob: iframe in the artifact view; frames: {[f.url for f in page.frames]}")
 
 
+def _logged_episode(
+    client: MlflowClient, experiment: str, slide_path: Path, tmp_path: Path
+) -> tuple[str, Trajectory]:
+    """A scripted episode's folder written and logged to a new run of `experiment`, as a job does."""
+    run_id = client.create_run(experiment).info.run_id
+    layout = JobLayout(tmp_path / "job")
+    folder = layout.trajectory("demo/1", 0)
+    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API holds this thread's event loop
+        traj = pool.submit(scripted_episode, slide_path, folder, tmp_path).result()
+    write_html(folder, truth="2", correct=True, mlflow_run_id=run_id)
+    job = JobRun(client, run_id, settings=None)  # type: ignore[arg-type]  # logging needs no settings
+    job.log_artifacts({}, {TRAJECTORIES_DIR: layout.trajectories})
+    return run_id, traj
+
+
+def _shown_in_mlflow(browser: Any, base: str, experiment: str, run_id: str, shot: Path) -> tuple[Any, str]:
+    """The images (IMAGES) and text of the page as the run's Artifacts tab shows it."""
+    url = f"{base}/#/experiments/{experiment}/runs/{run_id}/artifacts/{PAGE}"
+    with open_page(browser, url) as opened:
+        frame = _blob_frame(opened.page)
+        frame.wait_for_selector("svg.overview", timeout=30_000)
+        images, text = frame.evaluate(IMAGES), frame.evaluate("() => document.body.innerText")
+        opened.page.screenshot(path=str(shot))
+    return images, text
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("store", ["file", "uploaded"])
 def test_the_page_loads_its_images_inside_mlflows_artifact_view(
     browser: Any,
     mlflow_ui: tuple[str, str],
     slide: Path,  # noqa: F811
     tmp_path: Path,
+    store: str,
 ) -> None:
+    """`file`: a folder beside the sqlite store, written directly with the images linked (the
+    default); `uploaded`: a tracking server that keeps uploads itself (`mlflow-artifacts:`)."""
     base, uri = mlflow_ui
-    client = MlflowClient(uri)
-    experiment = client.create_experiment("giant", artifact_location=(tmp_path / "artifacts").as_uri())
-    run_id = client.create_run(experiment).info.run_id
-    layout = JobLayout(tmp_path / "job")
-    folder = layout.trajectory("demo/1", 0)
-    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API holds this thread's event loop
-        traj = pool.submit(scripted_episode, slide, folder, tmp_path).result()
-    write_html(folder, truth="2", correct=True, mlflow_run_id=run_id)
-    job = JobRun(client, run_id, settings=None)  # type: ignore[arg-type]  # logging needs no settings
-    job.log_artifacts({}, {TRAJECTORIES_DIR: layout.trajectories})
+    if store == "file":
+        client = MlflowClient(uri)
+        experiment = client.create_experiment(store, artifact_location=(tmp_path / "artifacts").as_uri())
+    else:
+        client = MlflowClient(base)
+        experiment = client.create_experiment(store, artifact_location=f"mlflow-artifacts:/{tmp_path.name}")
+    run_id, traj = _logged_episode(client, experiment, slide, tmp_path)
+    logged = Path(client.download_artifacts(run_id, PAGE, str(tmp_path / "downloaded")))
+    jpeg = sum(
+        (tmp_path / "job" / trajectory_dir("demo/1", 0) / r.image).stat().st_size for r in traj.regions
+    )
+    assert logged.stat().st_size < jpeg / 4  # the logged page names its images, embeds none
 
-    page_path = f"{trajectory_dir('demo/1', 0)}/trajectory.html"
-    logged_page = Path(client.get_run(run_id).info.artifact_uri.removeprefix("file://")) / page_path
-    jpeg = sum((folder / region.image).stat().st_size for region in traj.regions)
-    assert logged_page.stat().st_size < jpeg / 4  # the logged page names its images, embeds none
-
-    with open_page(
-        browser, f"{base}/#/experiments/{experiment}/runs/{run_id}/artifacts/{page_path}"
-    ) as opened:
-        frame = _blob_frame(opened.page)
-        frame.wait_for_selector("svg.overview", timeout=30_000)
-        images = frame.evaluate(IMAGES)
-        text = frame.evaluate("() => document.body.innerText")
-        opened.page.screenshot(path=str(tmp_path / "mlflow_artifact_view.png"))
-
+    images, text = _shown_in_mlflow(browser, base, experiment, run_id, tmp_path / "mlflow_artifact_view.png")
     assert len(images) == len(traj.regions)  # the overview and every crop
     for image in images:
         assert image["url"].startswith(f"{base}/get-artifact?run_uuid={run_id}&path="), image
