@@ -7,12 +7,7 @@ tools: the authors' protocol, slide_zoom/note tools and the answer as text; only
 of a turn is executed (paper_facts §1).
 Prompt caching: the tools, tool_choice, thinking settings and system prompt are the same at every
 call of an item (a demanded answer is asked for in the message, schema.offered_actions), so the
-prefix only grows. Breakpoints (cache_control, at most 4) go on the system prompt, on the end of the
-previous call's newest message (what that call wrote: read back here, whatever the lookback), on
-the end of this call's newest message (written for the next call; not when the answer is demanded,
-as no call is meant to follow), and just before the oldest image
-still shown after the first message: with agent.max_images_in_context the agent drops old images in
-blocks (giant/agent/context.py), and the prefix up to there survives the next drop.
+prefix only grows. Where the cache_control breakpoints go (at most 4) is `_mark_breakpoints`.
 Thinking blocks and their signatures must be re-sent unmodified before the tool_use they led to: they
 ride in the conversation as the turn's `Reasoning` parts (the instance keeps nothing per episode);
 audit records keep only the length of a signature.
@@ -57,6 +52,9 @@ from giant.llm.types import (
 
 STEP_TOOL = "submit_step"
 CACHE = {"type": "ephemeral"}
+MAX_BREAKPOINTS = 4  # the API's limit per request
+REACH = 16  # blocks between the last two breakpoints: with the 20-block lookback, reads reach 35 back
+UNMARKABLE = ("thinking", "redacted_thinking")  # blocks that cannot carry cache_control
 
 
 class AnthropicProvider(SdkProvider[AnthropicSettings]):
@@ -109,7 +107,7 @@ class AnthropicProvider(SdkProvider[AnthropicSettings]):
                 blocks.append({"type": "tool_use", "id": step.call_id, "name": tool.name, "input": args})
         return blocks
 
-    def _messages(self, conversation: Conversation, last_call: bool = False) -> list[dict[str, Any]]:
+    def _messages(self, conversation: Conversation) -> list[dict[str, Any]]:
         """Anthropic wants roles to alternate and every tool_use answered by a tool_result in the next
         user turn: consecutive user messages are merged and unanswered tool uses get a short result."""
         out: list[dict[str, Any]] = []
@@ -133,20 +131,16 @@ class AnthropicProvider(SdkProvider[AnthropicSettings]):
                 out[-1]["content"] += blocks
             else:
                 out.append({"role": "user", "content": blocks})
-        if self.cfg.prompt_caching:
-            _mark_breakpoints(out, write_newest=not last_call)
         return out
 
     def build_request(self, conversation: Conversation, ctx: CallContext) -> dict[str, Any]:
         cfg = self.cfg
-        request: dict[str, Any] = {
-            "model": cfg.model,
-            "max_tokens": cfg.max_tokens,
-            "messages": self._messages(conversation, last_call=ctx.must_answer),
-        }
+        messages = self._messages(conversation)
+        marks = _mark_breakpoints(messages, write_newest=not ctx.must_answer) if cfg.prompt_caching else 0
+        request: dict[str, Any] = {"model": cfg.model, "max_tokens": cfg.max_tokens, "messages": messages}
         if conversation.system:
             system: dict[str, Any] = {"type": "text", "text": conversation.system}
-            if cfg.prompt_caching:
+            if cfg.prompt_caching and marks < MAX_BREAKPOINTS:
                 system["cache_control"] = CACHE
             request["system"] = [system]
         if self.thinking:
@@ -262,30 +256,51 @@ def _shrunk(message: dict[str, Any]) -> dict[str, Any]:
     return {**message, "content": content}
 
 
-def _mark_breakpoints(messages: list[dict[str, Any]], *, write_newest: bool) -> None:
-    """Mark the block before the oldest later image, the last block of the user message before the
-    model's last turn (the previous call's newest message, which that call marked and so wrote to the
-    cache) and, unless this call is meant to be the last (the answer is demanded: no call would read
-    it, and a write costs 1.25x), the last block of the newest message."""
-    _mark_before_first_later_image(messages)
-    assistants = [i for i, message in enumerate(messages) if message["role"] == "assistant"]
-    ends = [assistants[-1] - 1] if assistants and assistants[-1] > 0 else []
-    newest = [len(messages) - 1] if write_newest else []
-    for index in [*ends, *newest]:
-        content = messages[index]["content"]
-        if content and messages[index]["role"] == "user":
-            content[-1] = {**content[-1], "cache_control": CACHE}
+def _mark_breakpoints(messages: list[dict[str, Any]], *, write_newest: bool) -> int:
+    """Place the message breakpoints, most useful first, and return how many (the system prompt gets
+    one only while fewer than MAX_BREAKPOINTS are used):
+    1. the last block of the newest message (written for the next call), unless this call is meant
+       to be the last (the answer is demanded: nothing would read it, and a write costs 1.25x);
+    2. the last block of the user message before the model's last turn: the previous call's newest
+       message, which that call wrote, so this call reads it whatever the lookback;
+    3. the block before the oldest crop image still shown: the part before it stays the same when
+       agent.max_images_in_context drops the shown images (giant/agent/context.py);
+    4. REACH blocks before that: its own lookback reaches the previous drop point, which a drop of
+       several steps' images leaves more than ANTHROPIC_LOOKBACK blocks behind mark 3."""
+    slots = _block_slots(messages)
+    targets: list[int] = []
+    last_user = [n for n, (m, _, _) in enumerate(slots) if messages[m]["role"] == "user"]
+    if write_newest and last_user:
+        targets.append(last_user[-1])
+    assistants = [m for m, message in enumerate(messages) if message["role"] == "assistant"]
+    if assistants and assistants[-1] > 0:
+        previous = [n for n, (m, _, _) in enumerate(slots) if m == assistants[-1] - 1]
+        targets += previous[-1:]
+    first_later = next(
+        (n for n, (m, blocks, i) in enumerate(slots) if m > 0 and blocks[i].get("type") == "image"), None
+    )
+    if first_later is not None and slots[first_later - 1][0] > 0:
+        targets.append(first_later - 1)
+        reach = first_later - 1 - REACH
+        while 0 < reach < first_later - 1 and slots[reach][1][slots[reach][2]].get("type") in UNMARKABLE:
+            reach += 1
+        if 0 < reach < first_later - 1 and slots[reach][0] > 0:
+            targets.append(reach)
+    marked = list(dict.fromkeys(targets))[:MAX_BREAKPOINTS]
+    for n in marked:
+        _, blocks, i = slots[n]
+        blocks[i] = {**blocks[i], "cache_control": CACHE}
+    return len(marked)
 
 
-def _mark_before_first_later_image(messages: list[dict[str, Any]]) -> None:
-    for message in messages[1:]:
-        if message["role"] != "user":
-            continue
-        for block in message["content"]:
+def _block_slots(messages: list[dict[str, Any]]) -> list[tuple[int, list[dict[str, Any]], int]]:
+    """Every content block in order as (message index, the list holding it, its index there); a
+    tool_result's own blocks follow it."""
+    slots = []
+    for m, message in enumerate(messages):
+        for i, block in enumerate(message["content"]):
+            slots.append((m, message["content"], i))
             nested = block.get("content") if block.get("type") == "tool_result" else None
-            blocks = nested if isinstance(nested, list) else [block]
-            images = [i for i, inner in enumerate(blocks) if inner.get("type") == "image"]
-            if images:
-                if images[0] > 0:
-                    blocks[images[0] - 1] = {**blocks[images[0] - 1], "cache_control": CACHE}
-                return
+            if isinstance(nested, list):
+                slots += [(m, nested, j) for j in range(len(nested))]
+    return slots

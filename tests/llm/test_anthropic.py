@@ -135,14 +135,16 @@ def test_cache_breakpoints_on_system_and_the_last_two_calls_newest_messages() ->
     api = MockAPI(messages_body(text_block("done")))
     call(api, cfg=TOOLS_CFG, conversation=history(2))
     marked = [
-        (m, b, block["type"])
+        (m, b, n, inner["type"])
         for m, message in enumerate(api.last["messages"])
         for b, block in enumerate(message["content"])
-        if "cache_control" in block
+        for n, inner in enumerate([block, *(block["content"] if block["type"] == "tool_result" else [])])
+        if "cache_control" in inner
     ]
-    # the end of the previous call's newest message (its write, read back) and of this call's
-    assert marked == [(2, 0, "tool_result"), (4, 0, "tool_result")]
-    assert "cache_control" not in json.dumps(api.last["messages"][4]["content"][0]["content"])
+    # inside each tool result (n = 0 is the result itself): the text before the oldest crop image
+    # (the part a max_images_in_context drop keeps), the end of the previous call's newest message
+    # (its write, read back) and the end of this call's
+    assert marked == [(2, 0, 1, "text"), (2, 0, 2, "image"), (4, 0, 2, "image")]
     assert api.last["system"][0]["cache_control"] == {"type": "ephemeral"}
     no_cache = MockAPI(messages_body(text_block("done")))
     call(no_cache, cfg=TOOLS_CFG.model_copy(update={"prompt_caching": False}), conversation=history(2))

@@ -224,3 +224,17 @@ def test_anthropic_final_call_reads_everything_and_writes_nothing(case: str, sli
     splits = anthropic_breakpoints(requests, True, provider.model)
     assert splits[-1] == CacheSplit(requests[-2].tokens, 0)
     assert splits[-2].write > 0  # the calls before write for the next one
+
+
+@pytest.mark.parametrize("case", ["anthropic-structured", "anthropic-tools"])
+def test_anthropic_drops_read_the_part_before_them(case: str, slide: Path) -> None:
+    """max_images_in_context=5: a drop hides four steps' images at once, more than 20 blocks before
+    the newest image in tools mode; the drop calls (6 and 10) still read everything before the first
+    image they hide, and no request has more than the API's 4 breakpoints."""
+    provider = settings(case)
+    bodies = episode(case, slide, answer_at(12), mode="giant", max_steps=12, max_images_in_context=5)
+    assert max(json.dumps(body).count("cache_control") for body in bodies) <= 4
+    requests = [wire_request(body, provider_class("anthropic").image_tokens) for body in bodies]
+    splits = anthropic_breakpoints(requests, True, provider.model)
+    assert breaks(bodies) == [6, 10]
+    assert splits[5].read > requests[0].tokens and splits[9].read > splits[5].read
