@@ -269,9 +269,8 @@ def _mark_breakpoints(messages: list[dict[str, Any]], *, write_newest: bool) -> 
        several steps' images leaves more than ANTHROPIC_LOOKBACK blocks behind mark 3."""
     slots = _block_slots(messages)
     targets: list[int] = []
-    last_user = [n for n, (m, _, _) in enumerate(slots) if messages[m]["role"] == "user"]
-    if write_newest and last_user:
-        targets.append(last_user[-1])
+    if write_newest and slots and messages[slots[-1][0]]["role"] == "user":
+        targets.append(len(slots) - 1)
     assistants = [m for m, message in enumerate(messages) if message["role"] == "assistant"]
     if assistants and assistants[-1] > 0:
         previous = [n for n, (m, _, _) in enumerate(slots) if m == assistants[-1] - 1]
