@@ -3,9 +3,10 @@
 A real job (scripts/run_eval.py as a subprocess) runs the openai provider's real SDK against a loopback
 peer that answers like the Responses API (a crop at every call until call T, then the answer), on the
 demo's synthetic slides, with a real MLflow sqlite store and file artifact root, the ledger and
-record_requests on. Then every file under the job folder, the MLflow store (database and artifacts)
-and the ledger is counted once per inode (a hard link costs nothing), and the total per item-run is
-compared with the JPEG bytes of every image the model was sent (each distinct image once).
+record_requests on (`--no-record-requests`: off, as by default). Then every file under the job
+folder, the MLflow store (database and artifacts) and the ledger is counted once per inode (a hard
+link costs nothing), and the total per item-run is compared with the JPEG bytes of every image the
+model was sent (each distinct image once).
 
 The sqlite database is counted as its growth over an empty store (its schema is paid once per
 campaign); the demo slides in the cache folder are not counted. Prints one line per location, the
@@ -16,6 +17,7 @@ checkout (e.g. `git worktree add /tmp/storage-base <commit>`) first, so the two 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -52,12 +54,16 @@ def files(folder: Path) -> list[Path]:
 
 
 def seen_jpeg_bytes(job: Path) -> tuple[int, int]:
-    """(distinct images sent to the model, their JPEG bytes), from requests.jsonl's image hashes and the
-    images the ledger kept under those hashes."""
+    """(distinct images sent to the model, their JPEG bytes): the image hashes of the requests as sent
+    (requests.jsonl) or, without that record, the regions of each trajectory.json."""
     hashes: set[str] = set()
     for log in job.rglob("requests.jsonl"):
         for line in log.read_text(encoding="utf-8").splitlines():
             hashes.update(part.split("sha256=", 1)[1][:64] for part in line.split("<image ")[1:])
+    if not hashes:
+        for record in job.rglob("trajectory.json"):
+            regions = json.loads(record.read_text(encoding="utf-8"))["regions"]
+            hashes.update(region["image"].removesuffix(".jpg") for region in regions)
     return len(hashes), sum(hashes_size(job, digest) for digest in hashes)
 
 
@@ -89,7 +95,9 @@ class Measured(NamedTuple):
         print(f"  ratio {self.total / self.jpeg:.2f}x (goal <= 2x)")
 
 
-def run_job(checkout: Path, label: str, work: Path, base_url: str, empty_db: Path) -> Measured:
+def run_job(
+    checkout: Path, label: str, work: Path, base_url: str, empty_db: Path, *, record_requests: bool
+) -> Measured:
     """One job of ITEMS items at T from `checkout`, measured."""
     out, cache = work / "job", work / "cache"
     db = work / "mlruns" / "mlflow.db"
@@ -113,7 +121,7 @@ def run_job(checkout: Path, label: str, work: Path, base_url: str, empty_db: Pat
         f"agent.max_steps={T}",
         f"limit={ITEMS}",
         "concurrency=3",
-        "record_requests=true",
+        f"record_requests={str(record_requests).lower()}",
         "bootstrap_replicates=10",
         f"hydra.run.dir={out}",
     ]
@@ -147,6 +155,12 @@ def empty_store(folder: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", type=Path, help="another checkout measured first as the baseline")
+    parser.add_argument(
+        "--record-requests",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="keep requests.jsonl in each trajectory folder (default on: the larger footprint)",
+    )
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory(prefix="giant-storage-") as tmp, responses_peer(T) as base_url:
@@ -156,7 +170,16 @@ def main() -> None:
             [(args.base, "baseline"), (ROOT, "this checkout")] if args.base else [(ROOT, "this checkout")]
         )
         for n, (checkout, label) in enumerate(checkouts):
-            results.append(run_job(checkout.resolve(), label, root / f"run{n}", base_url, empty_db))
+            results.append(
+                run_job(
+                    checkout.resolve(),
+                    label,
+                    root / f"run{n}",
+                    base_url,
+                    empty_db,
+                    record_requests=args.record_requests,
+                )
+            )
     for measured in results:
         measured.print()
     if len(results) == 2:
