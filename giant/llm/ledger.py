@@ -10,7 +10,9 @@ items are free in the full run, and more runs per item reuse the runs already pa
 Layout (plain JSON, inspectable with `python -m giant.llm.ledger DIR`):
   calls/<key[:2]>/<key>.json   the sanitized request, the raw reply, its usage and cost, the time
   images/<sha256>.jpg          each image once, however many calls and episodes sent it; the
-                               trajectory folders' copies are hard links to these (giant.storage)
+                               trajectory folders' copies are hard links to these (giant.storage),
+                               written when the episode renders the image, so a call that was never
+                               paid (an error, a refused budget) may leave its image here
 Every file is written to a temporary name in its own folder and renamed into place, so several
 processes (joblib workers, SLURM array tasks on a shared filesystem) can write at once without locks:
 a reader sees a whole file or none, and two writers of one key write the same reply's record.
