@@ -37,8 +37,6 @@ from giant.agent.images import Rendered, render_region
 from giant.agent.modes.navigation import NavigationConfig, NavigationRules
 from giant.agent.trajectory import Call
 from giant.core import Box, Status
-from giant.tools.action import UnusableCall, score_hypotheses
-from giant.tools.registry import active as active_tool
 from giant.llm.types import (
     AnswerAction,
     ConchAction,
@@ -50,6 +48,8 @@ from giant.llm.types import (
     Step,
     TextPart,
 )
+from giant.tools.action import UnusableCall, score_hypotheses
+from giant.tools.registry import active as active_tool
 
 
 def crop_issues(box: Box, width: int, height: int) -> list[str]:
