@@ -51,7 +51,8 @@ async def score_hypotheses(
     try:
         scores = await asyncio.to_thread(scorer.score, region.image, action.hypotheses)
     except Exception as exc:  # a model failure ends this call, never the episode
-        raise UnusableCall(instructions.conch_failed(f"{type(exc).__name__}: {exc}")) from exc
+        first = (str(exc).splitlines() or [""])[0][:200]
+        raise UnusableCall(instructions.conch_failed(f"{type(exc).__name__}: {first}")) from exc
     record = ToolCall(
         call_index=call_index,
         tool="conch",

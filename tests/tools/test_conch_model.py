@@ -274,3 +274,13 @@ def test_a_score_depends_on_its_own_text_only_and_texts_are_embedded_once() -> N
     assert scorer.cached_texts == 3  # nothing embedded again
     fresh = load_conch(settings(weights="tiny-random"))
     assert fresh.score(image, HYPOTHESES[::-1]) == together[::-1]  # order and history do not matter
+
+
+def test_missing_tokenizers_is_one_line_before_any_checkpoint_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from giant.tools.conch.load import load_conch
+
+    monkeypatch.setitem(sys.modules, "tokenizers", None)
+    with pytest.raises(ConfigError, match=r"tokenizers package.*pip install -e '\.\[conch\]'"):
+        load_conch(settings(weights=str(tmp_path / "never_read.bin")))

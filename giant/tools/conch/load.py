@@ -31,6 +31,13 @@ def load_conch(settings: ConchSettings) -> Any:
         import torch  # noqa: F401
     except ImportError:
         raise ConfigError(f"agent.tools=[conch] needs PyTorch, which is not installed: {INSTALL}") from None
+    if settings.weights != TINY_RANDOM:  # checked before a checkpoint of 1.5 GB is read or fetched
+        try:
+            import tokenizers  # noqa: F401
+        except ImportError:
+            raise ConfigError(
+                f"CONCH's tokenizer needs the tokenizers package, not installed: {INSTALL}"
+            ) from None
     from giant.tools.conch.model import CocaEncoder, randomise
     from giant.tools.conch.scorer import ConchScorer
     from giant.tools.conch.spec import CONCH, TINY
