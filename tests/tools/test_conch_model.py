@@ -284,3 +284,18 @@ def test_missing_tokenizers_is_one_line_before_any_checkpoint_is_read(
     monkeypatch.setitem(sys.modules, "tokenizers", None)
     with pytest.raises(ConfigError, match=r"tokenizers package.*pip install -e '\.\[conch\]'"):
         load_conch(settings(weights=str(tmp_path / "never_read.bin")))
+
+
+def test_a_device_this_machine_lacks_is_one_line() -> None:
+    import torch
+
+    from giant.tools.conch.load import device
+
+    assert device("cpu") == torch.device("cpu")
+    assert device("auto") == torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    for name, there in (("cuda:1", torch.cuda.is_available()), ("mps", torch.backends.mps.is_available())):
+        if not there:
+            with pytest.raises(
+                ConfigError, match=rf"tools\.conch\.device={name}: .*tools\.conch\.device=cpu"
+            ):
+                device(name)

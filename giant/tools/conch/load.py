@@ -173,4 +173,6 @@ def device(name: str) -> Any:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise ConfigError(f"tools.conch.device={name}: no CUDA device here; pass tools.conch.device=cpu")
+    if name == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError("tools.conch.device=mps: no Apple GPU here; pass tools.conch.device=cpu")
     return torch.device(name)
