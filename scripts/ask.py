@@ -117,6 +117,9 @@ def ask(cfg: DictConfig) -> None:
     reason = f" ({traj.reason})" if traj.reason and traj.reason != traj.status else ""
     print(f"status: {traj.status}{reason}")
     print(f"steps: {t.steps} ({t.calls} provider calls, {t.crops} crops)")
+    for tool in traj.tool_calls:  # agent.tools=[conch]: what the model was told, highest first
+        ranked = "; ".join(f"{score:+.3f} {text}" for text, score in tool.ranked())
+        print(f"{tool.tool} (call {tool.call_index}, {tool.image}): {ranked}")
     print(
         f"tokens: input {t.input_tokens} (cached {t.cached_input_tokens}), output {t.output_tokens} "
         f"(reasoning {t.reasoning_tokens})"

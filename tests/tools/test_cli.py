@@ -61,6 +61,9 @@ def test_ask_runs_the_tool_end_to_end(slide: Path, script: Path, tmp_path: Path)
     assert call["model"] == "tiny-random (seed 0)" and call["input_size"] == 64
     assert call["hypotheses"] == HYPOTHESES and len(set(call["scores"])) == 2
     assert call["region"] == {"x": 250, "y": 0, "w": 1000, "h": 1000}
+    ranked = sorted(zip(call["scores"], HYPOTHESES, strict=True), reverse=True)
+    printed = "; ".join(f"{score:+.3f} {text}" for score, text in ranked)
+    assert f"conch (call 2, crop 1): {printed}" in proc.stdout.splitlines()
     page = (out / "trajectory.html").read_text()
     assert all(f"<td>{score:+.3f}</td>" in page for score in call["scores"])
     # the same image and texts give the same scores in a second process
