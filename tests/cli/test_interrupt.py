@@ -143,7 +143,9 @@ def test_sigterm_to_a_joblib_sweep_stops_every_running_job_cleanly(cli: Env) -> 
     """Only the sweep process gets the signal (`kill PID`): it passes it on to the workers, and no job
     is killed by joblib before it has closed its run."""
     sweep_dir = cli.tmp / "joblib"
-    args = ["-m", "launcher=joblib", "provider=scripted", f"provider.script={_script(cli, 0.6)}"]
+    # 2 s per item: a job lasts 16 s, so the first job is still running when the second, whose worker
+    # starts later (seconds later on a loaded machine), writes its first result
+    args = ["-m", "launcher=joblib", "provider=scripted", f"provider.script={_script(cli, 2.0)}"]
     args += [
         "agent.max_steps=17,18",
         "concurrency=1",
@@ -157,7 +159,7 @@ def test_sigterm_to_a_joblib_sweep_stops_every_running_job_cleanly(cli: Env) -> 
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143 and "Traceback" not in stderr, stderr
     stops = [line for line in stderr.splitlines() if line.startswith("run_eval:")]
-    assert len(stops) == 2 and all(line.startswith("run_eval: stopped by SIGTERM") for line in stops)
+    assert len(stops) == 2 and all(line.startswith("run_eval: stopped by SIGTERM") for line in stops), stderr
 
     parent, children = _sweep_runs(cli, sweep_dir)
     assert parent.info.status == "KILLED" and parent.data.tags["status"] == "interrupted"
