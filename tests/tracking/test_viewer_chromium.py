@@ -8,21 +8,19 @@ it the test skips with the install command locally and fails under CI, like the 
 
 from __future__ import annotations
 
-import functools
 import html
 import json
 import os
 import re
 import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from giant.tracking.viewer import MLFLOW_IMAGES, write_html
+from tests.browser import serve
 from tests.tracking.test_viewer import scripted_episode, slide  # noqa: F401  (the slide fixture)
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -59,20 +57,8 @@ document.getElementById("page").addEventListener("load", () => {
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[str]:
-    handler = functools.partial(_Quiet, directory=str(tmp_path))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        return
+    with serve(tmp_path) as url:
+        yield url
 
 
 @pytest.mark.slow
