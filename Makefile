@@ -36,6 +36,7 @@ lint: $(VENV_STAMP) ## ruff + mypy
 bench: $(VENV_STAMP) ## performance measurements (print numbers, assert nothing)
 	$(PY) benchmarks/crop_latency.py
 	$(PY) benchmarks/runner_overhead.py
+	$(PY) benchmarks/bootstrap_speed.py
 	$(PY) benchmarks/fetch_throughput.py
 	$(PY) benchmarks/storage.py
 	$(PY) benchmarks/cache_billing.py
