@@ -36,7 +36,8 @@ FLAGS = [
 ]
 
 
-def _unavailable(message: str) -> None:
+def unavailable(message: str) -> None:
+    """Skip on a user's machine, fail under CI (where .ci/run installs what is missing)."""
     if os.environ.get("CI"):
         pytest.fail(message)
     pytest.skip(message)
@@ -49,11 +50,11 @@ def browser() -> Iterator[Any]:
     later asyncio.run() in the session (episodes, the runner) would fail; keep browser tests in
     modules of their own."""
     if CHROMIUM is None:
-        _unavailable(f"headless Chromium is not installed; install it with: {INSTALL}")
+        unavailable(f"headless Chromium is not installed; install it with: {INSTALL}")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _unavailable("playwright is not installed; install it with: pip install -e '.[dev]'")
+        unavailable("playwright is not installed; install it with: pip install -e '.[dev]'")
     with sync_playwright() as pw:
         launched = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         try:

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,22 +18,11 @@ from pathlib import Path
 import pytest
 
 from giant.tracking.viewer import MLFLOW_IMAGES, write_html
-from tests.browser import serve
+from tests.browser import CHROMIUM, FLAGS, INSTALL, serve, unavailable
 from tests.tracking.test_viewer import scripted_episode, slide  # noqa: F401  (the slide fixture)
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-INSTALL = "apt-get install -y --no-install-recommends chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--virtual-time-budget=5000",
-]
+# --dump-dom needs the old headless mode flag; the page is given 5 s of virtual time to load
+DUMP_FLAGS = ["--headless", *FLAGS, "--virtual-time-budget=5000"]
 
 HARNESS = """<!doctype html><html><body>
 <iframe id="page" src="traj/trajectory.html" width="1200" height="2000"></iframe>
@@ -64,10 +51,7 @@ def served(tmp_path: Path) -> Iterator[str]:
 @pytest.mark.slow
 def test_trajectory_page_renders_in_chromium(slide: Path, tmp_path: Path, served: str) -> None:  # noqa: F811
     if CHROMIUM is None:
-        message = f"headless Chromium is not installed; install it with: {INSTALL}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        unavailable(f"headless Chromium is not installed; install it with: {INSTALL}")
     out = tmp_path / "traj"
     traj = scripted_episode(slide, out, tmp_path)
     write_html(out, truth="2", correct=True)
@@ -75,7 +59,7 @@ def test_trajectory_page_renders_in_chromium(slide: Path, tmp_path: Path, served
 
     profile = tmp_path / "profile"
     done = subprocess.run(
-        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", f"{served}/harness.html"],
+        [CHROMIUM, *DUMP_FLAGS, f"--user-data-dir={profile}", "--dump-dom", f"{served}/harness.html"],
         capture_output=True,
         text=True,
         timeout=120,
