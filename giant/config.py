@@ -11,6 +11,7 @@ import difflib
 import hashlib
 import itertools
 import json
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -48,6 +49,41 @@ class PathSettings(_Strict):
     wsi_root: Path
     output_dir: Path
     multirun_dir: Path
+
+    @classmethod
+    def from_config(cls, cfg: DictConfig) -> PathSettings:
+        """The paths section alone, for the checks made before Hydra creates the job folder (every
+        entrypoint validates its other sections itself)."""
+        data = resolve(OmegaConf.masked_copy(cfg, ["paths"]))
+        try:
+            return cls.model_validate(data.get("paths"))
+        except ValidationError as exc:
+            raise ConfigError(f"paths.{one_line(exc)}") from None
+
+    def check_writable(self, job_dir: Path, *, sweep: bool) -> None:
+        """The folders a job writes, Hydra's job (or sweep) folder and the cache, created and written
+        to for real before Hydra creates them: Hydra's own failure is a long traceback, and permission
+        bits tell nothing when running as root. The error names the setting the folder comes from."""
+        _check_folder(f"paths.cache_dir={self.cache_dir}", self.cache_dir)  # first: it is kept anyway
+        key = "multirun_dir" if sweep else "output_dir"
+        parent: Path = getattr(self, key)
+        job_dir = job_dir.absolute()  # Hydra takes a relative job folder from the working directory
+        if job_dir.is_relative_to(parent.absolute()):
+            _check_folder(f"paths.{key}={parent}", job_dir)
+        else:
+            _check_folder(f"hydra.{'sweep' if sweep else 'run'}.dir={job_dir}", job_dir)
+
+
+def _check_folder(setting: str, folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder, prefix=".giant-write-check-"):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ConfigError(
+            f"{setting}: cannot write to {folder} ({reason}); choose a writable folder"
+        ) from None
 
 
 # Every default of a user-facing setting lives in conf/ (conf/config.yaml, conf/dataset_common.yaml,
@@ -91,6 +127,7 @@ class RunOptions(_Strict):
     panda_null_as_zero: bool
     record_requests: bool
     ledger: bool  # answer a call already paid for from the ledger (giant.llm.ledger); false: fresh samples
+    breaker_after: int = Field(ge=1)  # item-runs in a row failed outside the model that stop the run
 
     @field_validator("item_ids", mode="before")
     @classmethod
@@ -129,6 +166,7 @@ RUN_KEYS_NOT_HASHED = (
     "bootstrap_replicates",
     "record_requests",
     "ledger",
+    "breaker_after",
 )
 
 

@@ -97,3 +97,23 @@ Status = Literal[
     "slide_missing",
     "provider_error",
 ]
+
+# Why an item-run could not measure the model: something the user fixes (a slide, the key, the model
+# name, the quota, the network or server, a request too large for the model), never the model's answer.
+# An item-run with a cause is not a measurement: the runner stops on the fatal ones and counts the
+# rest for its circuit breaker, and a rerun after the fix retries them (giant.eval.causes).
+SetupCause = Literal[
+    "slide_missing",
+    "slide_unreadable",
+    "key",
+    "model_name",
+    "quota",
+    "network",
+    "rate_limit",
+    "server",
+    "context",
+    "bad_request",
+]
+
+# The causes worth asking again after a pause (giant.llm.retry); the others fail the same way each time.
+TRANSIENT_CAUSES: frozenset[SetupCause] = frozenset({"network", "rate_limit", "server"})

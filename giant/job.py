@@ -21,11 +21,12 @@ from omegaconf import DictConfig
 from giant.config import RunSettings
 from giant.core import Item
 from giant.data.defects import Defect
-from giant.errors import ConfigError
+from giant.errors import EXIT_INCOMPLETE, EXIT_SETUP, ConfigError, RunStopped
 from giant.eval.summary import Summary
 from giant.job_layout import TRAJECTORIES_DIR, JobLayout
 
 if TYPE_CHECKING:  # imported where used: a dry run never loads MLflow
+    from giant.data.slides import Located
     from giant.tracking.mlflow_logger import JobRun
 
 log = logging.getLogger(__name__)
@@ -117,6 +118,7 @@ def run_job(cfg: DictConfig) -> float | None:
     from giant.llm.ledger import LEDGER_DIR, Ledger
     from giant.llm.pricing import Pricing
 
+    located = check_slides(data, skip_missing=settings.run.skip_missing)  # before any MLflow run or call
     ledger = Ledger(settings.paths.cache_dir / LEDGER_DIR, replay=settings.run.ledger)
     provider = build_provider(settings.provider, ledger=ledger)
     config_hash = settings.config_hash()
@@ -151,6 +153,7 @@ def run_job(cfg: DictConfig) -> float | None:
                 dataset_defects=data.defects,
                 pricing=Pricing.load(settings.provider.pricing_file),
                 ledger=getattr(provider, "ledger", None),  # set on the SDK providers only
+                located=located,
             )
         )
         if stop.requested and not summary.complete:  # a stop after the last item changes nothing
@@ -160,7 +163,42 @@ def run_job(cfg: DictConfig) -> float | None:
         if job is not None:
             finish_tracking(job, settings, summary, layout, outputs)
     _report(settings, summary, out_dir, job.run_id if job else None)
+    if summary.setup_failure:
+        raise RunStopped(f"{summary.setup_failure} (records in {out_dir})", EXIT_SETUP)
+    if not summary.complete:
+        raise RunStopped(f"incomplete: {summary.incomplete_reason}", EXIT_INCOMPLETE)
     return summary.metric.point
+
+
+def check_slides(data: JobData, *, skip_missing: bool) -> dict[str, Located]:
+    """Every item's slide, looked up once before the run starts. No slide found at all is a setup
+    error (the root is wrong or empty), not 100% failures; some missing is one warning with the count,
+    and the run then marks them (giant.eval.runner)."""
+    from giant.data.slides import SlideLocation, locate_all
+
+    located = locate_all(data.wsi_root, data.items)
+    missing = [problem for problem in located.values() if not isinstance(problem, SlideLocation)]
+    if located and len(missing) == len(located):
+        raise ConfigError(
+            f"no slide of this job was found under paths.wsi_root={data.wsi_root} ({missing[0]}); "
+            "point paths.wsi_root at the slides or fetch them with scripts/fetch_slides.py"
+        )
+    if missing:
+        then = (
+            "they are skipped (skip_missing=true)"
+            if skip_missing
+            else "their items count as failures and the run is marked incomplete; pass skip_missing=true "
+            "to drop them, or add the slides and rerun"
+        )
+        log.warning(
+            "%d of %d items have no slide under %s (e.g. %s); %s",
+            len(missing),
+            len(located),
+            data.wsi_root,
+            missing[0],
+            then,
+        )
+    return located
 
 
 def _dry_run(settings: RunSettings, data: JobData, out_dir: Path) -> None:
@@ -248,7 +286,7 @@ def finish_tracking(
         from giant.tracking.traces import log_traces
 
         log_traces(job, layout.out_dir)
-    job.finish()
+    job.finish("FAILED" if summary.setup_failure else "FINISHED")  # a halted run is never FINISHED
 
 
 def _write_viewer_pages(layout: JobLayout, run_id: str | None) -> None:
@@ -274,13 +312,18 @@ def _write_run_report(layout: JobLayout) -> Path | None:
 
 
 def _report(settings: RunSettings, summary: Summary, out_dir: Path, run_id: str | None) -> None:
-    done = "" if summary.complete else f" INCOMPLETE ({summary.incomplete_reason})"
+    """The summary line. A halted run states no score: it measured the setup, not the model."""
     where = f"; MLflow run {run_id}" if run_id else ""
     cost = summary.totals.cost_usd
     dollars = "unknown" if cost is None else f"${cost:.4f}"
     agent = settings.agent
+    head = f"{summary.benchmark} {agent.mode} T={agent.max_steps} S={agent.crop_size}:"
+    if summary.setup_failure:
+        print(f"{head} STOPPED, no score ({dollars} spent) -> {out_dir}{where}")
+        return
+    missing = f", {summary.n_slides_missing} slides missing" if summary.n_slides_missing else ""
+    done = "" if summary.complete else " INCOMPLETE"
     print(
-        f"{summary.benchmark} {agent.mode} T={agent.max_steps} S={agent.crop_size}: "
-        f"{summary.metric_name} {summary.metric.point:.3f} ± {summary.metric.std:.3f} "
-        f"(n={summary.n_items}, {dollars}){done} -> {out_dir}{where}"
+        f"{head} {summary.metric_name} {summary.metric.point:.3f} ± {summary.metric.std:.3f} "
+        f"(n={summary.n_items}{missing}, {dollars}){done} -> {out_dir}{where}"
     )

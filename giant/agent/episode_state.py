@@ -193,6 +193,7 @@ class EpisodeState(Generic[C]):
                 attempt=attempt,
                 error_kind=error_kind(exc),
                 error=str(exc),
+                cause=exc.cause,
                 raw_text=exc.raw_text,
                 usage=usage,
             )

@@ -10,7 +10,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
-from giant.core import Box, Status
+from giant.core import Box, SetupCause, Status
 from giant.llm.types import ProviderError, Step, TokenCounts, Usage
 
 # How a call failed: a provider error's kind, or the item timeout cutting a call in flight.
@@ -31,6 +31,7 @@ class Call(BaseModel):
     steps: list[Step] = Field(default_factory=list)
     error_kind: ErrorKind | None = None
     error: str | None = None
+    cause: SetupCause | None = None  # a failed call's setup cause (key, quota, server, ...), if any
     raw_text: str = ""
     decode_note: str | None = None  # what the decoder passed over in raw_text (chatter, a repeat, ...)
     usage: Usage = Field(default_factory=Usage)

@@ -15,6 +15,7 @@ from types import TracebackType
 
 from pydantic import ValidationError
 
+from giant.core import SetupCause
 from giant.errors import ConfigError
 from giant.llm.types import TokenCounts
 
@@ -39,6 +40,7 @@ class ResultRecord(TokenCounts):
     correct: bool = False
     status: str
     reason: str = ""
+    cause: SetupCause | None = None  # set when the item-run failed for the setup, not the model
     calls: int = 0  # provider calls, failed ones included
     steps: int = 0  # actions executed (crops, notes, the answer)
     crops: int = 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,15 +21,16 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from giant.errors import ConfigError
+from giant.eval.causes import record_cause
 from giant.eval.results import SKIPPED, ResultRecord, latest_by_slot, read_results
 from giant.job_layout import RESULTS_FILE, JobLayout
 from giant.llm.ledger import write_atomic
 from giant.storage import copy_linking_images
 
-# Failures worth another attempt with retry_failed=true: the cause was outside the model's answer.
-RETRYABLE = frozenset(
-    {"transient", "timeout", "provider_error", "retries_exhausted", "slide_missing", "runner_error"}
-)
+# Failures worth another attempt with retry_failed=true: the model's own failures that a second try may
+# turn out differently. Setup failures (a missing slide, a refused key, a server that was down; see
+# giant.eval.causes) are retried without being asked.
+RETRYABLE = frozenset({"transient", "timeout", "provider_error", "retries_exhausted", "runner_error"})
 
 # Never carried over: a skipped item-run is re-checked for free, and one stopped by a budget continues
 # when the rerun's budget allows (its paid calls replay from the ledger).
@@ -78,6 +80,37 @@ class ResumeIndex:
         write_atomic(self._path(key), (entry.model_dump_json(indent=2) + "\n").encode())
 
 
+class Carried(BaseModel):
+    """What a resume kept and what it runs again, and why (the one line the rerun prints)."""
+
+    kept: dict[tuple[str, int], ResultRecord]
+    retried: dict[str, int]  # why -> item-runs dropped to run again
+    kept_failures: int = 0  # the model's failures kept as measurements (retry_failed=true redoes them)
+
+    def line(self) -> str:
+        ranked = sorted(self.retried.items(), key=lambda kv: (-kv[1], kv[0]))
+        why = ", ".join(f"{n} {reason}" for reason, n in ranked)
+        again = f"retrying {sum(self.retried.values())} ({why})" if self.retried else "retrying none"
+        failures = (
+            f"; {self.kept_failures} model failures kept as measurements (retry_failed=true runs them again)"
+            if self.kept_failures
+            else ""
+        )
+        return f"resume: kept {len(self.kept)} item-runs, {again}{failures}"
+
+
+def _retry_reason(record: ResultRecord, retry_failed: bool) -> str | None:
+    """Why a carried record is run again, or None to keep it."""
+    if record.status in UNFINISHED:
+        return record.status
+    cause = record_cause(record)
+    if cause is not None:
+        return cause
+    if retry_failed and record.status in RETRYABLE:
+        return f"{record.status} (retry_failed)"
+    return None
+
+
 def carry_over(
     resume_from: Path,
     out_dir: Path,
@@ -85,12 +118,14 @@ def carry_over(
     *,
     retry_failed: bool,
     rescore: Callable[[list[ResultRecord]], list[ResultRecord]] | None = None,
-) -> dict[tuple[str, int], ResultRecord]:
-    """Copy the finished item-runs of `resume_from` into `out_dir`; return them by (key, run index).
+) -> Carried:
+    """Copy the finished item-runs of `resume_from` into `out_dir`; return them by (key, run index)
+    with the counts of those dropped to run again.
 
-    Only slots of the current run count (a record for an item no longer in the data is dropped);
-    with retry_failed, retryable failures are dropped too so they run again. Skipped and
-    budget-stopped item-runs are always dropped (UNFINISHED). `out_dir` may equal
+    Only slots of the current run count (a record for an item no longer in the data is dropped).
+    Item-runs that failed for the setup (giant.eval.causes: a missing slide, a refused key, a server
+    that was down) are always run again, and so are skipped and budget-stopped ones (UNFINISHED);
+    with retry_failed, the model's retryable failures are too. `out_dir` may equal
     `resume_from`: results.jsonl is then rewritten atomically without the torn or dropped lines.
     Scoring settings are not part of the run key, so `rescore` reads the kept answers again under
     the current ones (giant.eval.rescore.rescore_records).
@@ -100,13 +135,16 @@ def carry_over(
         raise ConfigError(
             f"resume_from={resume_from}: no {RESULTS_FILE} there; pass a run's output directory"
         )
-    kept = {
-        slot: record
-        for slot, record in latest_by_slot(read_results(source)).items()
-        if slot in slots
-        and record.status not in UNFINISHED
-        and not (retry_failed and record.status in RETRYABLE)
-    }
+    kept: dict[tuple[str, int], ResultRecord] = {}
+    retried: Counter[str] = Counter()
+    for slot, record in latest_by_slot(read_results(source)).items():
+        if slot not in slots:
+            continue
+        why = _retry_reason(record, retry_failed)
+        if why is None:
+            kept[slot] = record
+        else:
+            retried[why] += 1
     if rescore is not None:
         kept = {record.slot: record for record in rescore(list(kept.values()))}
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -119,4 +157,5 @@ def carry_over(
                     shutil.copytree(src, dst, copy_function=copy_linking_images)  # images stay on disk once
     text = "".join(record.model_dump_json() + "\n" for record in kept.values())
     write_atomic(JobLayout(out_dir).results, text.encode())
-    return kept
+    failures = sum(record.status in RETRYABLE for record in kept.values())
+    return Carried(kept=kept, retried=dict(retried), kept_failures=failures)

@@ -28,9 +28,10 @@ from giant.agent.trajectory import Trajectory
 from giant.config import RunOptions
 from giant.core import Item
 from giant.data.defects import Defect
-from giant.data.slides import SlideLocation, SlideMissingError, locate_all
+from giant.data.slides import Located, SlideLocation, SlideMissingError, locate_all
 from giant.errors import ConfigError
 from giant.eval.budget import BudgetedProvider, CallPricer, RunBudget
+from giant.eval.causes import FATAL_CAUSES, FIXES, CircuitBreaker, Halt, fatal_reason, trajectory_cause
 from giant.eval.progress import Progress
 from giant.eval.provenance import build_provenance
 from giant.eval.rescore import rescore_records
@@ -50,7 +51,7 @@ from giant.interrupt import StopRequest
 from giant.job_layout import JobLayout, trajectory_dir
 from giant.llm.ledger import Ledger
 from giant.llm.pricing import Pricing
-from giant.llm.types import CallContext, Conversation, ModelTurn, Provider
+from giant.llm.types import CallContext, Conversation, ModelTurn, Provider, ProviderError
 
 # After a stop request, how long calls already in flight may take to return: an answer that arrives
 # in time is kept, anything else is cancelled (below docker's 10 s and SLURM's signal_delay_s).
@@ -83,19 +84,48 @@ def check_items(items: Sequence[Item]) -> tuple[str, str]:
 
 
 class _Gated:
-    """The provider behind a stop gate: after a stop request no new call starts. The refused call
-    cancels its own episode (CancelledError), which the worker leaves unrecorded."""
+    """The provider behind the run's gate. After a stop request or a halt no new call starts: the
+    refused call cancels its own episode (CancelledError), which the worker leaves unrecorded, so a
+    rerun starts it again.
 
-    def __init__(self, provider: Provider, stop: StopRequest) -> None:
+    Until one call has come back from the server with a reply, calls go one at a time: a refused key,
+    an unknown model or a used-up quota then costs one request, not one per concurrent item. A fatal
+    cause at any call halts the run at once."""
+
+    def __init__(self, provider: Provider, stop: StopRequest, halt: Halt) -> None:
         self.inner = provider
         self.name = provider.name
         self.model = provider.model
         self.stop = stop
+        self.halt = halt
+        self._proven = False  # a reply came from the server: the key, model and quota work
+        self._probe = asyncio.Lock()
+
+    def _check(self) -> None:
+        if self.stop.requested or self.halt:
+            raise asyncio.CancelledError
 
     async def next_turn(self, conversation: Conversation, ctx: CallContext) -> ModelTurn:
-        if self.stop.requested:
-            raise asyncio.CancelledError
-        return await self.inner.next_turn(conversation, ctx)
+        self._check()
+        if self._proven:
+            return await self._call(conversation, ctx)
+        async with self._probe:
+            self._check()
+            if not self._proven:
+                return await self._call(conversation, ctx)
+        return await self._call(conversation, ctx)  # proven while this call waited: no longer one at a time
+
+    async def _call(self, conversation: Conversation, ctx: CallContext) -> ModelTurn:
+        try:
+            turn = await self.inner.next_turn(conversation, ctx)
+        except ProviderError as exc:
+            if exc.cause in FATAL_CAUSES:
+                self.halt.trip(fatal_reason(exc.cause, str(exc)), exc.cause)
+            elif exc.cause is None:  # the server answered (a reply the model got wrong)
+                self._proven = True
+            raise
+        self._proven = self._proven or not turn.usage.replayed  # a ledger replay proves nothing
+        return turn
 
 
 async def _cut_after_grace(
@@ -132,6 +162,7 @@ async def run_eval(
     stop_grace_s: float = STOP_GRACE_S,
     pricing: Pricing | None = None,
     ledger: Ledger | None = None,
+    located: dict[str, Located] | None = None,
 ) -> Summary:
     """Run every pending item-run, write results.jsonl, trajectories/ and summary.json in `out_dir`.
 
@@ -140,7 +171,12 @@ async def run_eval(
     calls in flight then get `stop_grace_s` to return. `dataset_defects` (the loader's report on
     `items`) is recorded in summary.json. `pricing` prices each call's reservation against
     `run.budget_usd` (giant.eval.budget); without it a call is expected to cost the mean so far.
-    `ledger` is where the provider keeps its paid calls: the trajectories' images are linked to its."""
+    `ledger` is where the provider keeps its paid calls: the trajectories' images are linked to its.
+    `located` is every item's slide as giant.data.slides.locate_all found it (found again if None).
+
+    A fatal provider answer (key, model name, quota) or a streak of `run.breaker_after` item-runs that
+    failed outside the model (giant.eval.causes) halts the run: no new item or call starts, and the
+    summary says why (`setup_failure`)."""
     dataset, metric_name = check_items(items)
     slots = {(item.key, k) for item in items for k in range(run.runs_per_item)}
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -150,7 +186,9 @@ async def run_eval(
         rescore = partial(
             rescore_records, items=items, tie_rule=run.tie_rule, panda_null_as_zero=run.panda_null_as_zero
         )
-        done = carry_over(resume_from, out_dir, slots, retry_failed=run.retry_failed, rescore=rescore)
+        carried = carry_over(resume_from, out_dir, slots, retry_failed=run.retry_failed, rescore=rescore)
+        print(carried.line())
+        done = carried.kept
     elif results_path.is_file() and results_path.stat().st_size:
         raise ConfigError(
             f"{results_path} already exists; pass resume_from={out_dir} or use a new output directory"
@@ -159,7 +197,8 @@ async def run_eval(
         done = {}
 
     started = time.perf_counter()
-    located = await asyncio.to_thread(locate_all, wsi_root, items)  # once per item, off the event loop
+    if located is None:
+        located = await asyncio.to_thread(locate_all, wsi_root, items)  # once per item, off the event loop
     slides = {key: loc.path if isinstance(loc, SlideLocation) else loc for key, loc in located.items()}
     budget = _budget(run.budget_usd, provider, pricing, sum(r.dollars or 0.0 for r in done.values()))
     todo = [(item, k) for k in range(run.runs_per_item) for item in items if (item.key, k) not in done]
@@ -169,7 +208,9 @@ async def run_eval(
     pending = deque((item, k) for item, k in todo if (item.key, k) not in skipped_slots)
     progress = Progress(total=len(slots), done=list(done.values()), enabled=progress_bar)
     stop = stop if stop is not None else StopRequest()
-    gated = BudgetedProvider(_Gated(provider, stop), budget)
+    halt = Halt()
+    breaker = CircuitBreaker(run.breaker_after)
+    gated = BudgetedProvider(_Gated(provider, stop, halt), budget)
     episodes: set[asyncio.Task[ResultRecord]] = set()
     stopped = ""
     with ResultsWriter(results_path) as writer, progress:
@@ -179,7 +220,7 @@ async def run_eval(
             progress.update(record)
 
         async def worker() -> None:
-            while pending and not stop.requested and not budget.exhausted():
+            while pending and not stop.requested and not halt and not budget.exhausted():
                 item, k = pending.popleft()
                 episode = asyncio.create_task(
                     _run_one(item, k, slides[item.key], gated, agent, run, out_dir, ledger)
@@ -189,8 +230,9 @@ async def run_eval(
                     record = await episode
                 except asyncio.CancelledError:
                     this = asyncio.current_task()
-                    if stop.requested and episode.cancelled() and this is not None and not this.cancelling():
-                        return  # cut by the stop: no result line, the resumed run starts it again
+                    cut = stop.requested or halt
+                    if cut and episode.cancelled() and this is not None and not this.cancelling():
+                        return  # cut by the stop or halt: no result line, the resumed run starts it again
                     raise
                 finally:
                     episodes.discard(episode)
@@ -201,6 +243,7 @@ async def run_eval(
                     continue
                 await asyncio.to_thread(writer.append, record)
                 progress.update(record)
+                breaker.observe(record, halt)
 
         workers = [asyncio.create_task(worker()) for _ in range(min(run.concurrency, len(pending)))]
         cutter = asyncio.create_task(_cut_after_grace(stop, episodes, stop_grace_s))
@@ -221,7 +264,9 @@ async def run_eval(
             left = len(slots - set(latest_by_slot(records)))
             if stop.requested and left and not stopped:
                 stopped = f"interrupted by {stop.reason}; {left} item-runs left for the resumed run"
-            reason = stopped or _budget_stop(budget, len(pending))
+            if halt and not stopped:
+                stopped = halt.reason
+            reason = stopped or _budget_stop(budget, len(pending)) or _missing_slides(records, wsi_root)
             summary = summarize(
                 records,
                 items,
@@ -236,6 +281,7 @@ async def run_eval(
                 wall_s=time.perf_counter() - started,
                 ran=progress.ran,
                 incomplete_reason=reason,
+                setup_failure=halt.reason,
                 dataset_defects=dataset_defects,
             )
             layout.summary.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
@@ -247,6 +293,18 @@ def _budget_stop(budget: RunBudget, not_started: int) -> str:
         return ""
     why = budget.refusal or f"${budget.spent:.4f} spent of ${budget.limit:g}"
     return f"budget stop: {why}; {not_started} item-runs not started"
+
+
+def _missing_slides(records: Sequence[ResultRecord], wsi_root: Path) -> str:
+    """The incomplete reason of a run that scored missing slides as failures ("" when none were)."""
+    latest = latest_by_slot(list(records)).values()
+    missing = sum(record.status == "slide_missing" for record in latest)
+    if not missing:
+        return ""
+    return (
+        f"{missing} of {len(latest)} item-runs have no slide under {wsi_root} and count as failures; "
+        f"{FIXES['slide_missing']}"
+    )
 
 
 def _record(item: Item, run_index: int, run: RunOptions, **fields: object) -> ResultRecord:
@@ -267,8 +325,10 @@ def _is_missing(slide: Path | Exception) -> bool:
 
 
 def _problem_record(item: Item, run_index: int, run: RunOptions, problem: Exception) -> ResultRecord:
-    status = "slide_missing" if _is_missing(problem) else "slide_error"
-    return _record(item, run_index, run, status=status, reason=str(problem))
+    status, cause = (
+        ("slide_missing", "slide_missing") if _is_missing(problem) else ("slide_error", "slide_unreadable")
+    )
+    return _record(item, run_index, run, status=status, reason=str(problem), cause=cause)
 
 
 async def _run_one(
@@ -329,6 +389,9 @@ def _scored_record(
         "seconds": seconds,
         "trajectory": rel,
     }
+    cause = trajectory_cause(trajectory)
+    if cause is not None:
+        fields["cause"] = cause
     if trajectory.status == "answered":
         scored = score_trajectory(
             trajectory, item, tie_rule=run.tie_rule, panda_null_as_zero=run.panda_null_as_zero

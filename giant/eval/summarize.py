@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from giant.core import Item
 from giant.data.defects import Defect
 from giant.eval.bootstrap import bootstrap
+from giant.eval.causes import record_cause
 from giant.eval.metrics import accuracy, balanced_accuracy, score
 from giant.eval.progress import is_failure
 from giant.eval.results import SKIPPED, ResultRecord, latest_by_slot
@@ -42,10 +43,12 @@ def summarize(
     wall_s: float = 0.0,
     ran: int = 0,
     incomplete_reason: str = "",
+    setup_failure: str = "",
     dataset_defects: Sequence[Defect] = (),
 ) -> Summary:
     """`ran` is how many item-runs this invocation executed (for items_per_hour over `wall_s`);
-    `dataset_defects` the loader's report on the items, recorded as it is."""
+    `setup_failure` why the runner halted (giant.eval.causes), if it did; `dataset_defects` the
+    loader's report on the items, recorded as it is."""
     slots = {(item.key, k) for item in items for k in range(runs_per_item)}
     latest = {slot: record for slot, record in latest_by_slot(list(records)).items() if slot in slots}
     runs = list(latest.values())
@@ -81,6 +84,9 @@ def summarize(
         per_run=per_run,
         per_run_mean=statistics.fmean(per_run) if per_run else None,
         per_run_std=statistics.stdev(per_run) if len(per_run) > 1 else None,
+        setup_failure=setup_failure,
+        n_slides_missing=sum(record.status == "slide_missing" for record in runs),
+        setup_causes=dict(Counter(cause for record in runs if (cause := record_cause(record)))),
         counts_by_status=dict(Counter(record.status for record in runs)),
         failure_reasons=dict(Counter(reason_kind(record) for record in runs if is_failure(record))),
         extraction_methods=dict(Counter(record.method for record in runs if record.method)),

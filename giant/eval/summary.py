@@ -47,8 +47,15 @@ class Provenance(BaseModel):
 class Summary(BaseModel):
     benchmark: str  # dataset name, e.g. tcga or demo_shapes
     metric_name: str  # accuracy | balanced_accuracy
-    complete: bool  # False when a budget stop or interruption left items unrun
+    complete: (
+        bool  # False when a budget stop, an interruption, a halt or missing slides left items unmeasured
+    )
     incomplete_reason: str = ""
+    # Why the runner halted: a fatal provider answer (key, model name, quota) or the circuit breaker
+    # (giant.eval.causes). Such a run measured nothing worth a table cell; its metric is not logged.
+    setup_failure: str = ""
+    n_slides_missing: int = 0  # item-runs whose slide was not found (counted as failures)
+    setup_causes: dict[str, int] = Field(default_factory=dict)  # item-runs failed outside the model, by cause
     n_items: int  # items scored (failures count as incorrect; skipped items excluded)
     n_scored: int  # items with a parseable answer
     n_skipped: int = 0  # missing slides with skip_missing=true

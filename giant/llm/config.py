@@ -60,7 +60,7 @@ class SdkSettings(ProviderSettings):
     api_key_env: str | None  # the environment variable holding the key
     max_tokens: int | None = Field(ge=1)
     temperature: float | None
-    max_retries: int = Field(ge=0, le=10)  # the SDK's own retry count; there is no second layer
+    max_retries: int = Field(ge=0, le=10)  # transient failures asked again (giant.llm.retry), the one layer
     timeout_s: float = Field(gt=0)
     rpm: int | None = Field(ge=1)  # requests per minute, shared by all concurrent items
     tpm: int | None = Field(ge=1)  # tokens per minute (estimated per request)

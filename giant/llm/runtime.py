@@ -19,6 +19,7 @@ from aiolimiter import AsyncLimiter
 
 from giant.llm.config import SdkSettings
 from giant.llm.pricing import Pricing
+from giant.llm.retry import with_retries
 from giant.llm.sdk_errors import SDK_ERRORS, classify
 from giant.llm.types import (
     CallContext,
@@ -77,6 +78,7 @@ class CallRuntime:
     def __init__(self, cfg: SdkSettings, *, provider: str) -> None:
         self.provider = provider
         self.model = cfg.model
+        self.max_retries = cfg.max_retries
         self.pricing = Pricing.load(cfg.pricing_file)
         self._rpm = AsyncLimiter(cfg.rpm, 60) if cfg.rpm else None
         self._tpm = AsyncLimiter(cfg.tpm, 60) if cfg.tpm else None
@@ -112,8 +114,9 @@ class CallRuntime:
         kept: Callable[[Any, Usage], None] | None = None,
         paced: bool = True,
     ) -> ModelTurn:
-        """One call: limits, the SDK request (its own retries inside), usage and cost, `kept` (the
-        ledger keeps the paid reply before anything can fail on it), parsing, the audit record.
+        """One call: limits, the SDK request (transient failures retried, giant.llm.retry), usage and
+        cost, `kept` (the ledger keeps the paid reply before anything can fail on it), parsing, the
+        audit record.
         Every failure leaves as a ProviderError carrying the usage when it was billed."""
         response: Any = None
         usage: Usage | None = None
@@ -130,12 +133,18 @@ class CallRuntime:
                 decode_note=decode_note,
             )
 
-        try:
-            async with self.limited(conversation, paced=paced) as timer:
+        timer = Timer()
+
+        async def attempt() -> Any:
+            nonlocal timer
+            async with self.limited(conversation, paced=paced) as timer:  # each attempt is paced
                 try:
-                    response = await send()
+                    return await send()
                 except SDK_ERRORS as exc:
                     raise classify(exc, provider=self.provider, secret=secret) from None
+
+        try:
+            response = await with_retries(attempt, self.max_retries if paced else 0)
             usage = usage_of(response, timer.seconds)
             if kept is not None:
                 kept(response, usage)

@@ -1,21 +1,36 @@
-"""SDK exceptions -> our typed provider errors, with secrets scrubbed from every message.
+"""SDK exceptions -> our typed provider errors, with secrets scrubbed and the cause named.
 
-The SDKs have already retried 408/409/429/5xx and connection failures (`max_retries`) by the time an
-exception reaches us: we only classify it, never retry again.
+The SDK clients are built with `max_retries=0`: giant.llm.retry is the one layer that asks again, and
+it can only decide well if the error says what went wrong. A refused key, an unknown model and a
+used-up quota (OpenAI's 429 `insufficient_quota`, which is not a rate limit) are fatal and stop the
+run; a rate limit, a 5xx or a dropped connection is transient and is retried with backoff.
 """
 
 from __future__ import annotations
 
+import math
 import re
+import time
+from email.utils import parsedate_to_datetime
+from typing import Any
 
 import anthropic
 import openai
 
+from giant.core import TRANSIENT_CAUSES, SetupCause
 from giant.llm.types import FatalProviderError, ProviderError, TransientError
 
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{3,}|key-[A-Za-z0-9_\-*]{8,})")
-_RETRYABLE_STATUS = {408, 409, 429}
 _MAX_MESSAGE = 400
+# Billing, not pacing: waiting will not help (OpenAI's 429 code; Anthropic's 400 on a spent balance).
+_QUOTA = re.compile(r"insufficient_quota|exceeded your current quota|credit balance is too low|billing", re.I)
+# A request larger than the model's window (OpenAI, vLLM, Anthropic wordings).
+_CONTEXT = re.compile(
+    r"context_length_exceeded|maximum context length|prompt is too long|context window", re.I
+)
+_MODEL = re.compile(
+    r"model_not_found|does not exist|not_found_error.*model|unknown model|model .*not found", re.I
+)
 
 
 def redact(text: str, secret: str | None) -> str:
@@ -25,16 +40,66 @@ def redact(text: str, secret: str | None) -> str:
     return _KEY_PATTERN.sub("***", text)
 
 
-def classify(exc: Exception, *, provider: str, secret: str | None) -> ProviderError:
-    """Transient: rate limit, timeout, connection, 5xx (after the SDK's own retries). Fatal: the rest
-    (authentication, permission, bad request, unknown model)."""
-    message = redact(f"{provider}: {type(exc).__name__}: {exc}", secret).replace("\n", " ")[:_MAX_MESSAGE]
+def _body_text(exc: Exception) -> str:
+    """The error's code, type and message as the server sent them, for the patterns above."""
+    parts = [str(getattr(exc, name, "") or "") for name in ("code", "type")]
+    body: Any = getattr(exc, "body", None)
+    return " ".join([*parts, str(body), str(exc)])
+
+
+def cause_of(exc: Exception) -> SetupCause | None:
+    """What the user would have to fix for this call to work; None when the SDK error says nothing."""
     if isinstance(exc, openai.APIConnectionError | anthropic.APIConnectionError):
-        return TransientError(message)  # timeouts are connection errors in both SDKs
+        return "network"  # timeouts are connection errors in both SDKs
     status = getattr(exc, "status_code", None)
-    if isinstance(status, int) and (status in _RETRYABLE_STATUS or status >= 500):
-        return TransientError(message)
-    return FatalProviderError(message)
+    if not isinstance(status, int):
+        return None
+    text = _body_text(exc)
+    if _QUOTA.search(text):
+        return "quota"
+    if status in (401, 403):
+        return "key"
+    if status == 404 or (status == 400 and _MODEL.search(text)):
+        return "model_name"
+    if status in (408, 409, 429):
+        return "rate_limit"
+    if status >= 500:
+        return "server"
+    if _CONTEXT.search(text):
+        return "context"
+    return "bad_request"
+
+
+def retry_after_s(exc: Exception) -> float | None:
+    """The pause the server asked for (retry-after-ms, then retry-after in seconds or as a date)."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / divisor
+        except ValueError:
+            try:
+                seconds = parsedate_to_datetime(value).timestamp() - time.time()
+            except (TypeError, ValueError):
+                continue
+        return max(0.0, seconds) if math.isfinite(seconds) else None
+    return None
+
+
+def classify(exc: Exception, *, provider: str, secret: str | None) -> ProviderError:
+    """Transient (retried): rate limit, timeout, connection, 5xx. Fatal: the rest, each with its cause
+    (key, model_name, quota, context, bad_request), so the runner can tell a setup it must stop for
+    from an item the server would not take."""
+    message = redact(f"{provider}: {type(exc).__name__}: {exc}", secret).replace("\n", " ")[:_MAX_MESSAGE]
+    cause = cause_of(exc)
+    if cause in TRANSIENT_CAUSES:
+        return TransientError(message, cause=cause, retry_after_s=retry_after_s(exc))
+    return FatalProviderError(message, cause=cause)
 
 
 SDK_ERRORS: tuple[type[Exception], ...] = (openai.OpenAIError, anthropic.AnthropicError)

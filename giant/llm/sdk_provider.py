@@ -22,10 +22,11 @@ S = TypeVar("S", bound=SdkSettings)
 
 
 def client_options(cfg: SdkSettings, http_client: Any) -> dict[str, Any]:
-    """The SDK client arguments both SDKs take alike (the key differs per provider)."""
+    """The SDK client arguments both SDKs take alike (the key differs per provider). The SDK retries
+    nothing: giant.llm.retry is the one layer that does (`cfg.max_retries`)."""
     return {
         "base_url": cfg.base_url,
-        "max_retries": cfg.max_retries,
+        "max_retries": 0,
         "timeout": cfg.timeout_s,
         "http_client": http_client,
     }

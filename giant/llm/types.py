@@ -12,7 +12,7 @@ from typing import Annotated, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from giant.core import AnswerSpace, EncodedImage
+from giant.core import AnswerSpace, EncodedImage, SetupCause
 from giant.llm.caching import CacheSplit, Request
 
 NonEmptyStr = Annotated[str, Field(min_length=1)]
@@ -203,10 +203,20 @@ class ProviderError(Exception):
 
     kind: str = "provider_error"
 
-    def __init__(self, message: str, *, usage: Usage | None = None, raw_text: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        usage: Usage | None = None,
+        raw_text: str = "",
+        cause: SetupCause | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.usage = usage
         self.raw_text = raw_text
+        self.cause = cause  # what the user must fix (key, quota, ...); None: the model's reply or unknown
+        self.retry_after_s = retry_after_s  # the pause the server asked for before asking again
 
 
 class TransientError(ProviderError):

@@ -174,9 +174,23 @@ def summary_metrics(summary: Summary) -> dict[str, float]:
         "per_run_mean": summary.per_run_mean,
         "per_run_std": summary.per_run_std,
     }
+    metrics["n_slides_missing"] = summary.n_slides_missing
     for status, count in summary.counts_by_status.items():
         metrics[f"status_{status}"] = count
+    for cause, count in summary.setup_causes.items():
+        metrics[f"setup_{cause}"] = count
+    if summary.setup_failure:  # halted on a setup failure: no score to show, only what happened
+        for name in SCORE_METRICS:
+            metrics.pop(name, None)
     return {name: float(value) for name, value in metrics.items() if value is not None}
+
+
+# The metrics that state a score; a run halted by a setup failure logs none of them, so it never
+# becomes a table cell (giant.tracking.tables reads metric_boot_mean).
+SCORE_METRICS = (
+    *("metric", "metric_boot_mean", "metric_boot_std", "metric_ci_low", "metric_ci_high"),
+    *("metric_scored_only", "accuracy", "balanced_accuracy", "per_run_mean", "per_run_std"),
+)
 
 
 class JobRun:
@@ -233,11 +247,15 @@ class JobRun:
     def log_summary(self, summary: Summary) -> None:
         now = get_current_time_millis()
         metrics = [Metric(name, value, now, 0) for name, value in summary_metrics(summary).items()]
-        metrics += [Metric("run_metric", value, now, k) for k, value in enumerate(summary.per_run)]
+        if not summary.setup_failure:
+            metrics += [Metric("run_metric", value, now, k) for k, value in enumerate(summary.per_run)]
         for start in range(0, len(metrics), 1000):
             self.client.log_batch(self.run_id, metrics=metrics[start : start + 1000])
-        status = "complete" if summary.complete else "incomplete"
-        self.set_tags({"status": status, "dataset": summary.benchmark, "metric_name": summary.metric_name})
+        status = "stopped" if summary.setup_failure else "complete" if summary.complete else "incomplete"
+        tags = {"status": status, "dataset": summary.benchmark, "metric_name": summary.metric_name}
+        if not summary.complete:
+            tags["incomplete_reason"] = summary.incomplete_reason[:500]
+        self.set_tags(tags)
 
     def log_artifacts(self, files: dict[str, Path], folders: dict[str, Path]) -> None:
         """`files`: artifact path -> file; `folders`: artifact dir -> folder. A file that holds an

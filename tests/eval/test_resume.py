@@ -114,7 +114,9 @@ def test_torn_last_line_is_dropped_and_a_corrupt_middle_line_is_an_error(tmp_pat
         file.write('{"key": "demo/2", "bench')  # killed mid-write
     assert [r.key for r in read_results(path)] == ["demo/0", "demo/1"]
 
-    kept = carry_over(tmp_path, tmp_path, {("demo/0", 0), ("demo/1", 0), ("demo/2", 0)}, retry_failed=False)
+    kept = carry_over(
+        tmp_path, tmp_path, {("demo/0", 0), ("demo/1", 0), ("demo/2", 0)}, retry_failed=False
+    ).kept
     assert set(kept) == {("demo/0", 0), ("demo/1", 0)}
     assert path.read_text().count("\n") == 2 and path.read_text().endswith("}\n")
 
@@ -135,8 +137,8 @@ def test_carry_over_drops_foreign_skipped_and_retryable_records(tmp_path: Path) 
         ]:
             writer.append(record(key, status))
     slots = {(f"demo/{i}", 0) for i in range(3)}
-    assert set(carry_over(source, dest, slots, retry_failed=False)) == {("demo/0", 0), ("demo/1", 0)}
-    assert set(carry_over(source, dest, slots, retry_failed=True)) == {("demo/0", 0)}
+    assert set(carry_over(source, dest, slots, retry_failed=False).kept) == {("demo/0", 0), ("demo/1", 0)}
+    assert set(carry_over(source, dest, slots, retry_failed=True).kept) == {("demo/0", 0)}
     assert [r.key for r in read_results(dest / RESULTS_FILE)] == ["demo/0"]
     with pytest.raises(ConfigError, match=r"no results\.jsonl"):
         carry_over(tmp_path / "nowhere", dest, slots, retry_failed=False)

@@ -131,7 +131,7 @@ def test_a_resumed_job_links_the_images_it_carries_over(tmp_path: Path) -> None:
     )
     with ResultsWriter(JobLayout(old).results) as writer:
         writer.append(record)
-    kept = carry_over(old, new, {(ITEM.key, 0)}, retry_failed=False)
+    kept = carry_over(old, new, {(ITEM.key, 0)}, retry_failed=False).kept
     assert list(kept) == [(ITEM.key, 0)]
     assert os.path.samefile(old / rel / image, new / rel / image)  # the image: linked
     assert not os.path.samefile(old / rel / "trajectory.json", new / rel / "trajectory.json")  # text: copied

@@ -1,0 +1,126 @@
+"""Which item-runs measured the model and which could not: the rule the runner, resume and the
+summary share.
+
+The paper scores a model that gives no valid answer as incorrect, and that is a measurement. A slide
+that is not there, a refused key, an unknown model name, a used-up quota, a server that is down are
+not: they are setup failures (`giant.core.SetupCause`). The runner stops at once on the fatal ones
+(nothing more can be learned and money may go), stops after a streak of the others (the circuit
+breaker), and a rerun retries every item-run that has one without being asked.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import get_args
+
+from giant.agent.trajectory import Trajectory
+from giant.core import TRANSIENT_CAUSES, SetupCause
+from giant.eval.results import ResultRecord
+
+SETUP_CAUSES: frozenset[str] = frozenset(get_args(SetupCause))
+
+# Nothing can succeed until the user acts, and every further call is a request that fails the same
+# way: the run stops at the first one.
+FATAL_CAUSES: frozenset[SetupCause] = frozenset({"key", "model_name", "quota"})
+
+# What each cause asks of the user, for the one line that stops a run.
+FIXES: dict[str, str] = {
+    "key": "check the key in the provider's key variable (provider.api_key_env) and its permissions",
+    "model_name": "check provider.model against the models the endpoint serves",
+    "quota": "the account's quota or credit is used up: check its billing, then rerun",
+    "network": "check the network and provider.base_url",
+    "rate_limit": "lower concurrency or set provider.rpm / provider.tpm",
+    "server": "the provider's server keeps failing; check its status and rerun later",
+    "context": "the requests exceed the model's context: lower agent.max_steps, agent.crop_size or "
+    "agent.max_images_in_context",
+    "bad_request": "the server rejects the requests; see the reason, then fix the settings it names",
+    "slide_unreadable": "the slide files cannot be opened; check them with scripts/fetch_slides.py",
+    "slide_missing": "put the slides under paths.wsi_root (scripts/fetch_slides.py), or pass "
+    "skip_missing=true to drop them",
+}
+
+# Statuses that say the slide, not the model, failed (records written before causes were recorded
+# carry only these).
+_SLIDE_STATUS: dict[str, SetupCause] = {"slide_missing": "slide_missing", "slide_error": "slide_unreadable"}
+
+
+def trajectory_cause(trajectory: Trajectory) -> SetupCause | None:
+    """The setup cause of an episode's ending, or None when it measured the model.
+
+    A fatal provider error names its own cause. A streak of failed calls (retries_exhausted) is a setup
+    failure only when every call of the final streak failed for a transient cause (rate limit, 5xx,
+    connection): one unparseable or refused reply in it makes it the model's."""
+    if trajectory.status in _SLIDE_STATUS:
+        return _SLIDE_STATUS[trajectory.status]
+    if trajectory.status == "provider_error":
+        failed = [call for call in trajectory.calls if call.error_kind is not None]
+        return failed[-1].cause if failed else None
+    if trajectory.status == "retries_exhausted":
+        streak = []
+        for call in reversed(trajectory.calls):
+            if call.error_kind is None:
+                break
+            streak.append(call)
+        if streak and all(call.cause in TRANSIENT_CAUSES for call in streak):
+            return streak[0].cause
+    return None
+
+
+def record_cause(record: ResultRecord) -> SetupCause | None:
+    """A result line's setup cause (older lines: from the status alone)."""
+    if record.cause is not None:
+        return record.cause
+    return _SLIDE_STATUS.get(record.status)
+
+
+@dataclass
+class Halt:
+    """Why the runner stopped starting items and calls (empty while it has not); set from the call
+    gate on a fatal cause and by the circuit breaker."""
+
+    reason: str = ""
+    cause: str | None = None
+
+    def trip(self, reason: str, cause: str | None) -> None:
+        if not self.reason:  # the first reason is the one to fix
+            self.reason, self.cause = reason, cause
+
+    def __bool__(self) -> bool:
+        return bool(self.reason)
+
+
+def fatal_reason(cause: str, error: str) -> str:
+    """The one line for a run stopped by a fatal provider answer: what happened and what to fix."""
+    return f"stopped at the first {cause} error ({error}); {FIXES[cause]}"
+
+
+@dataclass
+class CircuitBreaker:
+    """Stops a run whose item-runs keep failing for reasons outside the model.
+
+    `after` item-runs in a row with a setup cause (a missing slide excepted: that is planned and
+    reported before the run) trip it, whether they are the job's first or come mid-run after the
+    server went down; any item-run that measured the model resets the streak."""
+
+    after: int
+    streak: list[tuple[str, str]] = field(default_factory=list)  # (cause, reason) of each
+
+    def observe(self, record: ResultRecord, halt: Halt) -> None:
+        cause = record_cause(record)
+        if cause is None:
+            self.streak.clear()
+            return
+        if cause == "slide_missing":
+            return
+        self.streak.append((cause, record.reason))
+        if len(self.streak) >= self.after:
+            counts = Counter(c for c, _ in self.streak)
+            common, _ = counts.most_common(1)[0]
+            example = next(reason for c, reason in self.streak if c == common)
+            halt.trip(
+                f"circuit breaker: the last {len(self.streak)} item-runs failed for reasons outside the "
+                f"model ({', '.join(f'{n} {c}' for c, n in counts.most_common())}; e.g. {example[:200]}); "
+                f"{FIXES.get(common, 'fix the cause')}, then rerun to resume",
+                common,
+            )
