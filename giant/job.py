@@ -118,7 +118,7 @@ def run_job(cfg: DictConfig) -> float | None:
     from giant.llm.ledger import LEDGER_DIR, Ledger
     from giant.llm.pricing import Pricing
 
-    located = check_slides(data, skip_missing=settings.run.skip_missing)  # before any MLflow run or call
+    located = check_slides(data, settings)  # before any MLflow run or provider call
     ledger = Ledger(settings.paths.cache_dir / LEDGER_DIR, replay=settings.run.ledger)
     provider = build_provider(settings.provider, ledger=ledger)
     config_hash = settings.config_hash()
@@ -164,13 +164,25 @@ def run_job(cfg: DictConfig) -> float | None:
             finish_tracking(job, settings, summary, layout, outputs)
     _report(settings, summary, out_dir, job.run_id if job else None)
     if summary.setup_failure:
-        raise RunStopped(f"{summary.setup_failure} (records in {out_dir})", EXIT_SETUP)
+        raise RunStopped(f"{summary.setup_failure}{_provider_hint(settings, summary)}", EXIT_SETUP)
     if not summary.complete:
         raise RunStopped(f"incomplete: {summary.incomplete_reason}", EXIT_INCOMPLETE)
     return summary.metric.point
 
 
-def check_slides(data: JobData, *, skip_missing: bool) -> dict[str, Located]:
+def _provider_hint(settings: RunSettings, summary: Summary) -> str:
+    """The provider setting behind a halt, named: the line then says which variable or value to fix."""
+    from giant.llm.config import SdkSettings
+
+    provider = settings.provider
+    if summary.stop_cause == "key" and isinstance(provider, SdkSettings) and provider.api_key_env:
+        return f" (the key is read from ${provider.api_key_env})"
+    if summary.stop_cause == "model_name":
+        return f" (provider.model={provider.model})"
+    return ""
+
+
+def check_slides(data: JobData, settings: RunSettings) -> dict[str, Located]:
     """Every item's slide, looked up once before the run starts. No slide found at all is a setup
     error (the root is wrong or empty), not 100% failures; some missing is one warning with the count,
     and the run then marks them (giant.eval.runner)."""
@@ -179,14 +191,15 @@ def check_slides(data: JobData, *, skip_missing: bool) -> dict[str, Located]:
     located = locate_all(data.wsi_root, data.items)
     missing = [problem for problem in located.values() if not isinstance(problem, SlideLocation)]
     if located and len(missing) == len(located):
+        setting = "dataset.wsi_root" if settings.dataset.wsi_root is not None else "paths.wsi_root"
         raise ConfigError(
-            f"no slide of this job was found under paths.wsi_root={data.wsi_root} ({missing[0]}); "
-            "point paths.wsi_root at the slides or fetch them with scripts/fetch_slides.py"
+            f"no slide of this job was found under {setting}={data.wsi_root} ({missing[0]}); "
+            f"point {setting} at the slides or fetch them with scripts/fetch_slides.py"
         )
     if missing:
         then = (
             "they are skipped (skip_missing=true)"
-            if skip_missing
+            if settings.run.skip_missing
             else "their items count as failures and the run is marked incomplete; pass skip_missing=true "
             "to drop them, or add the slides and rerun"
         )

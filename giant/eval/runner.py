@@ -282,6 +282,7 @@ async def run_eval(
                 ran=progress.ran,
                 incomplete_reason=reason,
                 setup_failure=halt.reason,
+                stop_cause=halt.cause,
                 dataset_defects=dataset_defects,
             )
             layout.summary.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")

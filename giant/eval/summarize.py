@@ -44,6 +44,7 @@ def summarize(
     ran: int = 0,
     incomplete_reason: str = "",
     setup_failure: str = "",
+    stop_cause: str | None = None,
     dataset_defects: Sequence[Defect] = (),
 ) -> Summary:
     """`ran` is how many item-runs this invocation executed (for items_per_hour over `wall_s`);
@@ -85,6 +86,7 @@ def summarize(
         per_run_mean=statistics.fmean(per_run) if per_run else None,
         per_run_std=statistics.stdev(per_run) if len(per_run) > 1 else None,
         setup_failure=setup_failure,
+        stop_cause=stop_cause,
         n_slides_missing=sum(record.status == "slide_missing" for record in runs),
         setup_causes=dict(Counter(cause for record in runs if (cause := record_cause(record)))),
         counts_by_status=dict(Counter(record.status for record in runs)),

@@ -54,6 +54,7 @@ class Summary(BaseModel):
     # Why the runner halted: a fatal provider answer (key, model name, quota) or the circuit breaker
     # (giant.eval.causes). Such a run measured nothing worth a table cell; its metric is not logged.
     setup_failure: str = ""
+    stop_cause: str | None = None  # the cause that halted it (a giant.core.SetupCause)
     n_slides_missing: int = 0  # item-runs whose slide was not found (counted as failures)
     setup_causes: dict[str, int] = Field(default_factory=dict)  # item-runs failed outside the model, by cause
     n_items: int  # items scored (failures count as incorrect; skipped items excluded)

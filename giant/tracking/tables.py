@@ -67,7 +67,7 @@ class RunRecord(BaseModel):
     n_items: int | None = None
     failed: int | None = None  # items without a scored answer (n_items - n_scored)
     cost_per_item: float | None = None  # USD; None: unknown (a model without a price, or not logged)
-    complete: bool = True  # False: a budget stop or interruption left items unrun
+    complete: bool = True  # False: a budget stop, interruption or missing slides left items unmeasured
     start_time: int = 0  # a re-score: its source's start time
     rescored_at: int = 0  # a re-score: its own start time (0: not a re-score)
 
@@ -101,7 +101,10 @@ RowKey = tuple[str, int, tuple[tuple[str, int | None], ...], str, tuple[str, ...
 
 
 INCOMPLETE_MARK = "†"
-INCOMPLETE_NOTE = f"{INCOMPLETE_MARK} incomplete run (budget stop or interruption): not every item was run."
+INCOMPLETE_NOTE = (
+    f"{INCOMPLETE_MARK} incomplete run (budget stop, interruption or missing slides): not every item was "
+    "measured; the run's incomplete_reason tag says why."
+)
 
 
 class Cell(BaseModel):

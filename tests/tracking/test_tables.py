@@ -130,7 +130,7 @@ def test_latex_and_csv(filled: str) -> None:
         "giant (T=20) & gpt-5 & $35.1 \\pm 3.4$ & - & - & $50.0 \\pm 5.0^{\\dagger}$ & "
         "$60.0 \\pm 4.5$ & - \\\\" in tex
     )
-    assert tex.rstrip().endswith("not every item was run.")
+    assert tex.rstrip().endswith("the run's incomplete_reason tag says why.")
     assert "random\\_regions & random" in tex and "demo\\_shapes" in tex
     rows = list(csv.DictReader(io.StringIO(to_csv(table))))
     assert list(rows[0]) == [

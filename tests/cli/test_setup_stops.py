@@ -1,0 +1,196 @@
+"""What a new user meets in the first hour, through the real CLI: a run that cannot measure the model
+stops with one line and a non-zero exit, and the rerun after the fix completes.
+
+Each test runs `scripts/run_eval.py` in a subprocess on the demo slides (built once per module) with
+a tmp MLflow store; the wrong key meets the real openai SDK through a loopback server that answers
+401 to every request and counts them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from giant.data.demo import build_demo
+from giant.errors import EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_SETUP
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "run_eval.py"
+MAKE_TABLES = ROOT / "scripts" / "make_tables.py"
+WRONG_KEY = "sk-wrong-0123456789abcdef"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    paths = build_demo(tmp_path_factory.mktemp("demo"))
+    return paths.csv_path, paths.wsi_root
+
+
+def _env(tmp: Path, **extra: str) -> dict[str, str]:
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_", "OPENAI_"))
+    }
+    env.update(GIANT_CACHE_DIR=str(tmp / "cache"), GIANT_OUTPUT_DIR=str(tmp / "outputs"), **extra)
+    return env
+
+
+def _run(
+    tmp: Path, *args: str, env: dict[str, str] | None = None, script: Path = SCRIPT
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(script), *args],
+        cwd=tmp,
+        env=env or _env(tmp),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _store(tmp: Path) -> str:
+    return f"sqlite:///{tmp / 'store' / 'mlflow.db'}"
+
+
+def _demo_args(tmp: Path, csv: Path, wsi_root: Path, *more: str) -> list[str]:
+    return [
+        "provider=random",
+        f"dataset.csv_path={csv}",
+        "dataset.benchmark=demo_shapes",
+        f"dataset.wsi_root={wsi_root}",
+        "agent.max_steps=2",
+        f"tracking.uri={_store(tmp)}",
+        *more,
+    ]
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def test_a_folder_without_the_slides_stops_before_any_run(tmp_path: Path, demo: tuple[Path, Path]) -> None:
+    csv, _ = demo
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = _run(tmp_path, *_demo_args(tmp_path, csv, empty))
+    assert proc.returncode == EXIT_CONFIG, proc.stderr
+    errors = [line for line in _lines(proc.stderr) if line.startswith("run_eval:")]
+    assert len(errors) == 1 and "Traceback" not in proc.stderr
+    assert f"dataset.wsi_root={empty}" in errors[0] and str(empty / "demo_01.svs") in errors[0]
+    assert "accuracy" not in proc.stdout
+    store = tmp_path / "store" / "mlflow.db"
+    if store.exists():  # the store may be created, but no job run is
+        assert not MlflowClient(_store(tmp_path)).search_runs(
+            [e.experiment_id for e in MlflowClient(_store(tmp_path)).search_experiments()]
+        )
+
+
+def test_half_the_slides_is_marked_and_the_rerun_after_the_copy_completes(
+    tmp_path: Path, demo: tuple[Path, Path]
+) -> None:
+    csv, full = demo
+    root = tmp_path / "wsi"
+    root.mkdir()
+    names = sorted(path.name for path in full.glob("*.svs"))
+    for name in names[:5]:
+        shutil.copy(full / name, root / name)
+    args = _demo_args(tmp_path, csv, root)
+
+    first = _run(tmp_path, *args)
+    assert first.returncode == EXIT_INCOMPLETE, first.stderr
+    warnings = [line for line in _lines(first.stdout + first.stderr) if "items have no slide under" in line]
+    assert len(warnings) == 1 and "3 of 8 items" in warnings[0] and "skip_missing=true" in warnings[0]
+    assert "3 slides missing" in first.stdout and "INCOMPLETE" in first.stdout
+    assert _lines(first.stderr)[-1].startswith("run_eval: incomplete: 3 of 8 item-runs have no slide")
+    summary = json.loads(next((tmp_path / "outputs").rglob("summary.json")).read_text())
+    assert summary["complete"] is False and summary["n_slides_missing"] == 3
+
+    tables = _run(
+        tmp_path,
+        "--no-log",
+        "--out",
+        str(tmp_path / "tables"),
+        script=MAKE_TABLES,
+        env=_env(tmp_path, MLFLOW_TRACKING_URI=_store(tmp_path)),
+    )
+    assert tables.returncode == 0, tables.stderr
+    assert "†" in tables.stdout and "missing slides" in tables.stdout
+
+    for name in names[5:]:
+        shutil.copy(full / name, root / name)
+    second = _run(tmp_path, *args)
+    assert second.returncode == 0, second.stderr
+    assert "resume: kept 5 item-runs, retrying 3 (3 slide_missing)" in second.stdout
+    assert "INCOMPLETE" not in second.stdout and "slides missing" not in second.stdout
+
+
+class _Refuser(BaseHTTPRequestHandler):
+    """Answers every request as OpenAI answers a wrong key."""
+
+    requests: list[str]
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.requests.append(self.path)
+        body = {
+            "error": {
+                "message": f"Incorrect API key provided: {WRONG_KEY[:6]}***{WRONG_KEY[-4:]}.",
+                "type": "invalid_request_error",
+                "code": "invalid_api_key",
+            }
+        }
+        reply = json.dumps(body).encode()
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+@contextmanager
+def refusing_server() -> Iterator[tuple[str, list[str]]]:
+    requests: list[str] = []
+    handler = type("Handler", (_Refuser,), {"requests": requests})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", requests
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_wrong_key_costs_one_request_and_stops_the_run(tmp_path: Path, demo: tuple[Path, Path]) -> None:
+    csv, wsi_root = demo
+    with refusing_server() as (base_url, requests):
+        args = _demo_args(tmp_path, csv, wsi_root, f"provider.base_url={base_url}", "concurrency=8")
+        args[0] = "provider=openai"
+        proc = _run(tmp_path, *args, env=_env(tmp_path, OPENAI_API_KEY=WRONG_KEY))
+    assert proc.returncode == EXIT_SETUP, proc.stderr
+    assert len(requests) <= 2  # 8 items, 8 workers: the first call goes alone and the 401 stops the run
+    last = _lines(proc.stderr)[-1]
+    assert last.startswith("run_eval: stopped at the first key error") and "$OPENAI_API_KEY" in last
+    assert WRONG_KEY not in proc.stderr + proc.stdout and "Traceback" not in proc.stderr
+    assert "STOPPED, no score" in proc.stdout and "accuracy" not in proc.stdout
+
+    client = MlflowClient(_store(tmp_path))
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert len(runs) == 1 and runs[0].info.status == "FAILED"
+    assert runs[0].data.tags["status"] == "stopped" and "metric_boot_mean" not in runs[0].data.metrics
