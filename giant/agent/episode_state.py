@@ -15,7 +15,7 @@ from typing import Generic, Protocol, TypeVar, runtime_checkable
 from giant.agent.config import BaseAgentConfig
 from giant.agent.images import ImageStore, Rendered
 from giant.agent.trajectory import Call, Region, Trajectory, TrajectoryTotals, error_kind
-from giant.core import Box, Item, Status
+from giant.core import TRANSIENT_CAUSES, Box, Item, Status
 from giant.llm.types import (
     CallContext,
     Conversation,
@@ -162,8 +162,10 @@ class EpisodeState(Generic[C]):
         extra_actions: tuple[str, ...] = (),
         attempt: int = 0,
     ) -> tuple[Call, ModelTurn | None]:
-        """One provider call, recorded. Returns the turn, or None after a retryable error; a fatal
-        provider error ends the episode; so does the item budget when this call would pass it."""
+        """One provider call, recorded. Returns the turn, or None after an error the model may do
+        better on next time (a parse error, a refusal); a fatal provider error ends the episode, and so
+        does a transient one (rate limit, 5xx, connection), which the provider's retry layer has
+        already sent again; so does the item budget when this call would pass it."""
         self._check_item_budget(conversation, self._next_index)
         index = self._next_index
         self._next_index += 1
@@ -200,6 +202,10 @@ class EpisodeState(Generic[C]):
             self._record(call)
             if isinstance(exc, FatalProviderError):
                 raise EpisodeEnd("provider_error", f"fatal provider error at call {index}: {exc}") from None
+            if exc.cause in TRANSIENT_CAUSES:  # giant.llm.retry already asked again: one retry layer
+                raise EpisodeEnd(
+                    "retries_exhausted", f"call {index} failed after the provider's retries: {exc}"
+                ) from None
             return call, None
         usage = turn.usage
         if not usage.latency_s:

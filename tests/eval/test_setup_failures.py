@@ -75,6 +75,9 @@ def test_the_circuit_breaker_stops_a_run_whose_server_is_down(wsi_root: Path, tm
     records = read_results(tmp_path / RESULTS_FILE)
     assert len(records) == 3 and all(r.status == "retries_exhausted" and r.cause == "server" for r in records)
     assert "circuit breaker" in summary.setup_failure and "3 server" in summary.setup_failure
+    # One call per item-run: the provider's retry layer already asked again (tests/llm/test_error_causes:
+    # 1 + max_retries requests), so the agent does not send the step again on top of it.
+    assert provider.calls == 3
     assert summary.setup_causes == {"server": 3}
 
 
