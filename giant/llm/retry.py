@@ -20,20 +20,21 @@ from giant.llm.types import TransientError
 
 T = TypeVar("T")
 
-BACKOFF_BASE_S = 1.0  # the first backoff is drawn from [0, 1 s], then [0, 2 s], [0, 4 s], ...
+BACKOFF_MIN_S = 0.25  # never sooner than this: no attempt is sent again at once
+BACKOFF_BASE_S = 1.0  # the first backoff is drawn from [0.25, 1 s], then [0.25, 2 s], [0.25, 4 s], ...
 BACKOFF_MAX_S = 30.0
 RETRY_AFTER_MAX_S = 120.0  # a server asking for longer is treated as failing now
 
-_backoff = wait_random_exponential(multiplier=BACKOFF_BASE_S, max=BACKOFF_MAX_S)
+_backoff = wait_random_exponential(multiplier=BACKOFF_BASE_S, max=BACKOFF_MAX_S, min=BACKOFF_MIN_S)
 
 
 def _wait(state: RetryCallState) -> float:
-    """Retry-After when the server gave one, else the jittered backoff."""
+    """Retry-After when the server gave one (at least BACKOFF_MIN_S), else the jittered backoff."""
     outcome = state.outcome
     exc = outcome.exception() if outcome is not None else None
     asked = getattr(exc, "retry_after_s", None)
     if asked is not None and asked <= RETRY_AFTER_MAX_S:
-        return float(asked)
+        return max(float(asked), BACKOFF_MIN_S)
     return float(_backoff(state))
 
 

@@ -6,9 +6,14 @@ user pays for a refused key or a used-up quota.
 
 from __future__ import annotations
 
+import itertools
+import time
+
+import httpx2
 import pytest
 
 from giant.llm.config import provider_settings
+from giant.llm.retry import BACKOFF_MIN_S
 from giant.llm.types import FatalProviderError, ProviderError, TransientError
 from tests.llm.mock_api import MockAPI, call, message, responses_body, step_json
 
@@ -109,3 +114,20 @@ def test_connection_failure_is_network() -> None:
     cfg = OPENAI.model_copy(update={"base_url": "http://127.0.0.1:9/v1", "max_retries": 1, "timeout_s": 2.0})
     err = _error(None, cfg)  # type: ignore[arg-type]
     assert isinstance(err, TransientError) and err.cause == "network"
+
+
+def test_a_server_down_gets_three_requests_at_least_a_quarter_second_apart() -> None:
+    """The default provider.max_retries=2 against a server that answers 500 to everything."""
+    api = MockAPI(*[(500, {"error": {"message": "down"}}, {})] * 5)
+    sent: list[float] = []
+    handler = api.handler
+
+    def timed(request: httpx2.Request) -> httpx2.Response:
+        sent.append(time.monotonic())
+        return handler(request)
+
+    api.handler = timed  # type: ignore[method-assign]
+    err = _error(api, provider_settings("openai", model="gpt-5"))
+    assert isinstance(err, TransientError) and err.cause == "server"
+    assert len(sent) == 3
+    assert min(b - a for a, b in itertools.pairwise(sent)) >= BACKOFF_MIN_S
