@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.stats import binomtest
+from scipy.stats import binom, binomtest
 
 from giant.compare.stats import holm, mcnemar_exact, paired_bootstrap, paired_differences
 from giant.eval.bootstrap import bootstrap, resamples
@@ -22,6 +22,15 @@ def test_mcnemar_exact_is_the_two_sided_binomial_test_on_the_discordant_items(
     n = a_only + b_only
     expected = binomtest(a_only, n, 0.5, alternative="two-sided").pvalue if n else 1.0
     assert mcnemar_exact(a_only, b_only) == pytest.approx(expected, rel=1e-12)
+
+
+def test_mcnemar_exact_by_hand_and_at_the_size_of_a_whole_sweep() -> None:
+    # tails summed by hand: P(X <= 1) for n = 5 is (1 + 5) / 32, doubled
+    assert mcnemar_exact(1, 4) == pytest.approx(2 * 6 / 32, rel=1e-12)
+    assert mcnemar_exact(4, 1) == pytest.approx(2 * 6 / 32, rel=1e-12)
+    assert mcnemar_exact(5, 5) == 1.0  # the tails overlap: capped at 1
+    # n = 10,200: twice the lower tail of the binomial CDF, computed by scipy's other route
+    assert mcnemar_exact(5000, 5200) == pytest.approx(2 * binom.cdf(5000, 10200, 0.5), rel=1e-9)
 
 
 def test_holm_by_hand() -> None:
