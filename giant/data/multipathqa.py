@@ -11,7 +11,6 @@ import ast
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -20,6 +19,7 @@ from pydantic import BaseModel
 
 from giant.core import Item, Metric
 from giant.data.defects import Defect
+from giant.data.hub import HubFile, download
 from giant.data.prompts import render_prompt
 from giant.errors import ConfigError
 
@@ -65,16 +65,6 @@ class Dataset(BaseModel):
         return list(dict.fromkeys(item.benchmark for item in self.items))
 
 
-@dataclass(frozen=True)
-class HubFile:
-    """The CSV in a Hugging Face dataset repository (dataset.hf_repo / dataset.hf_file), downloaded
-    once into `cache_dir`."""
-
-    repo: str
-    filename: str
-    cache_dir: Path | None = None
-
-
 def load_multipathqa(
     csv: Path | HubFile,
     *,
@@ -112,19 +102,7 @@ def _existing(path: Path, setting: str) -> Path:
 
 
 def _download(hub: HubFile) -> tuple[Path, str]:
-    from huggingface_hub import hf_hub_download
-
-    try:
-        local = hf_hub_download(
-            repo_id=hub.repo, filename=hub.filename, repo_type="dataset", cache_dir=hub.cache_dir
-        )
-    except Exception as exc:  # offline, proxy, auth: all end the same way for the user
-        first_line = (str(exc).splitlines() or [""])[0][:160]
-        raise ConfigError(
-            f"could not download {hub.filename} from the Hugging Face dataset {hub.repo} "
-            f"({type(exc).__name__}: {first_line}); pass dataset.csv_path=/path/to/{hub.filename}"
-        ) from exc
-    return Path(local), f"hf://datasets/{hub.repo}/{hub.filename}"
+    return download(hub, instead="dataset.csv_path"), f"hf://datasets/{hub.repo}/{hub.filename}"
 
 
 def _read_csv(path: Path, columns: Sequence[str]) -> pd.DataFrame:
