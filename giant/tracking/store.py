@@ -10,7 +10,6 @@ created the file, a truncated copy) is reported as a `ConfigError` that names th
 
 from __future__ import annotations
 
-import fcntl
 import glob
 import logging
 import os
@@ -20,10 +19,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from filelock import FileLock, Timeout
+
 from giant.errors import ConfigError
 
 SQLITE_PREFIX = "sqlite:///"
 BUILDING = ".building"  # suffix of a store being built; one left behind belongs to a killed builder
+# Building the schema takes seconds; a job still waiting after this long is behind a hung process,
+# and an error that names the lock beats a run that waits forever.
+LOCK_TIMEOUT_S = 120.0
 
 
 def sqlite_path(uri: str) -> Path | None:
@@ -103,12 +107,19 @@ def broken_store(uri: str, path: Path, exc: BaseException) -> ConfigError:
 def _locked(path: Path) -> Iterator[None]:
     """An exclusive lock on `<db>.lock` beside the store; the lock file itself is left in place
     (removing it would let a waiting process and a newcomer hold two different locks)."""
-    with path.with_name(f"{path.name}.lock").open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    lock = FileLock(path.with_name(f"{path.name}.lock"), timeout=LOCK_TIMEOUT_S)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise ConfigError(
+            f"tracking.uri: {lock.lock_file} stayed locked for {LOCK_TIMEOUT_S:g} s while building "
+            f"{path}; another process holds it (`fuser {lock.lock_file}` names it): stop that process, "
+            "or wait and rerun"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _build_schema(path: Path, artifact_root: str) -> None:
