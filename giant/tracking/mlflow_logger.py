@@ -9,13 +9,12 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+import httpx2
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
@@ -38,7 +37,6 @@ log = logging.getLogger(__name__)
 
 PARENT_TAG = "mlflow.parentRunId"
 ROLE_TAG = "giant.role"
-BATCH = 100  # MLflow's log_batch accepts at most 100 params per call
 
 
 class SweepInfo(BaseModel):
@@ -74,14 +72,11 @@ def check_server(uri: str, timeout_s: float = 5.0) -> None:
         return
     where = f"{parts.scheme}://{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
     try:
-        with urllib.request.urlopen(f"{where}/health", timeout=timeout_s):
-            return
-    except urllib.error.HTTPError:
-        return  # it answered: a server (perhaps behind a proxy without /health) is there
-    except (OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
+        # any status will do: a server (perhaps behind a proxy without /health) answered
+        httpx2.get(f"{where}/health", timeout=timeout_s)
+    except (httpx2.RequestError, httpx2.InvalidURL) as exc:
         raise ConfigError(
-            f"tracking.uri: no MLflow server answers at {where} ({reason}); start it, "
+            f"tracking.uri: no MLflow server answers at {where} ({exc}); start it, "
             "fix tracking.uri / MLFLOW_TRACKING_URI, or pass tracking.enabled=false"
         ) from None
 
@@ -240,17 +235,15 @@ class JobRun:
         self.client.log_batch(self.run_id, tags=now)
 
     def log_params(self, params: dict[str, str]) -> None:
-        items = [Param(key, value) for key, value in params.items()]
-        for start in range(0, len(items), BATCH):
-            self.client.log_batch(self.run_id, params=items[start : start + BATCH])
+        # MlflowClient.log_batch splits into the store's per-request limits itself
+        self.client.log_batch(self.run_id, params=[Param(key, value) for key, value in params.items()])
 
     def log_summary(self, summary: Summary) -> None:
         now = get_current_time_millis()
         metrics = [Metric(name, value, now, 0) for name, value in summary_metrics(summary).items()]
         if not summary.setup_failure:
             metrics += [Metric("run_metric", value, now, k) for k, value in enumerate(summary.per_run)]
-        for start in range(0, len(metrics), 1000):
-            self.client.log_batch(self.run_id, metrics=metrics[start : start + 1000])
+        self.client.log_batch(self.run_id, metrics=metrics)
         status = "stopped" if summary.setup_failure else "complete" if summary.complete else "incomplete"
         tags = {"status": status, "dataset": summary.benchmark, "metric_name": summary.metric_name}
         if not summary.complete:

@@ -218,3 +218,18 @@ def test_a_server_that_answers_passes_the_check() -> None:
     finally:
         server.shutdown()
     assert paths == ["/health"]
+
+
+def test_params_and_metrics_past_one_request_all_land(tmp_path: Path, empty_store_db: Path) -> None:
+    """MLflow's store takes at most 100 params and 1000 metrics per request; the client splits."""
+    uri = _store(tmp_path, empty_store_db)
+    settings = _settings([f"tracking.uri={uri}"])
+    job = JobRun.start(settings, tags={}, sweep=None)
+    params = {f"extra.p{i}": str(i) for i in range(250)}
+    job.log_params(params)
+    summary = _summary().model_copy(update={"per_run": [i / 1500 for i in range(1500)]})
+    job.log_summary(summary)
+    client = MlflowClient(uri)
+    assert params.items() <= client.get_run(job.run_id).data.params.items()
+    history = client.get_metric_history(job.run_id, "run_metric")
+    assert sorted(m.step for m in history) == list(range(1500))
