@@ -143,27 +143,51 @@ def tokenizer_file(settings: ConchSettings, checkpoint: Path) -> Path:
 def _download(settings: ConchSettings, filename: str, missing_hint: str = "") -> str:
     try:
         from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import (
+            EntryNotFoundError,
+            GatedRepoError,
+            HfHubHTTPError,
+            LocalEntryNotFoundError,
+            RepositoryNotFoundError,
+        )
     except ImportError:
         raise ConfigError(f"downloading CONCH needs huggingface_hub: {INSTALL}") from None
     token = os.environ.get(settings.hf_token_env) or None
     repo = settings.weights
     try:
         return str(hf_hub_download(repo_id=repo, filename=filename, token=token))
-    except Exception as exc:
-        name = type(exc).__name__
-        if name == "EntryNotFoundError" and missing_hint:
-            raise ConfigError(f"{repo} has no {filename}: {missing_hint}") from None
-        if name in ("GatedRepoError", "RepositoryNotFoundError") or "401" in str(exc) or "403" in str(exc):
-            how = "" if token else f" and set {settings.hf_token_env} to your token"
-            raise ConfigError(
-                f"tools.conch.weights={repo}: access denied ({name}); accept the model's terms at "
-                f"https://huggingface.co/{repo}{how}, or pass tools.conch.weights=/path/to/{CHECKPOINT_FILE}"
-            ) from None
-        first = (str(exc).splitlines() or [""])[0][:160]
+    except LocalEntryNotFoundError:  # caught before EntryNotFoundError, its parent: the Hub was not asked
         raise ConfigError(
-            f"tools.conch.weights={repo}: could not download {filename} ({name}: {first}); "
-            f"pass tools.conch.weights=/path/to/{CHECKPOINT_FILE}"
+            f"tools.conch.weights={repo}: {filename} is not in the Hugging Face cache and the Hub cannot "
+            f"be reached (offline, or HF_HUB_OFFLINE=1); rerun online once, or pass "
+            f"tools.conch.weights=/path/to/{CHECKPOINT_FILE}"
         ) from None
+    except EntryNotFoundError as exc:
+        if not missing_hint:
+            raise _not_downloaded(repo, filename, exc) from None
+        raise ConfigError(f"{repo} has no {filename}: {missing_hint}") from None
+    except HfHubHTTPError as exc:
+        # a gated repo asked without a token or accepted terms, or an unknown one (the Hub answers
+        # 404 for a private repo it will not show)
+        denied = isinstance(exc, (GatedRepoError, RepositoryNotFoundError))
+        if not denied and exc.response.status_code not in (401, 403):
+            raise _not_downloaded(repo, filename, exc) from None
+        how = "" if token else f" and set {settings.hf_token_env} to your token"
+        raise ConfigError(
+            f"tools.conch.weights={repo}: access denied ({type(exc).__name__}); accept the model's terms at "
+            f"https://huggingface.co/{repo}{how}, or pass tools.conch.weights=/path/to/{CHECKPOINT_FILE}"
+        ) from None
+    except Exception as exc:  # a network or disk failure: whatever it is, one line
+        raise _not_downloaded(repo, filename, exc) from None
+
+
+def _not_downloaded(repo: str, filename: str, exc: Exception) -> ConfigError:
+    """The one line for a download that failed with no cause the user can fix on the Hub."""
+    first = (str(exc).splitlines() or [""])[0][:160]
+    return ConfigError(
+        f"tools.conch.weights={repo}: could not download {filename} ({type(exc).__name__}: {first}); "
+        f"pass tools.conch.weights=/path/to/{CHECKPOINT_FILE}"
+    )
 
 
 def device(name: str) -> Any:
