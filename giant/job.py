@@ -18,6 +18,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from giant.atomic import write_atomic
 from giant.config import RunSettings
 from giant.core import Item
 from giant.data.defects import Defect
@@ -277,7 +278,7 @@ def write_outputs(
     if defects is not None:
         files[defects.name] = defects
     resolved = layout.resolved_config
-    resolved.write_text(json.dumps(settings.record(), indent=2) + "\n", encoding="utf-8")
+    write_atomic(resolved, (json.dumps(settings.record(), indent=2) + "\n").encode())
     files[f"{CONFIG_ARTIFACTS}/{resolved.name}"] = resolved
     _write_viewer_pages(layout, run_id)
     report = _write_run_report(layout)

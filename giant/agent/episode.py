@@ -17,6 +17,7 @@ from giant.agent.episode_state import EpisodeEnd, EpisodeState, compute_totals
 from giant.agent.images import ImageStore
 from giant.agent.modes import mode_of
 from giant.agent.trajectory import Trajectory
+from giant.atomic import write_atomic
 from giant.core import Item
 from giant.job_layout import REQUESTS_FILE, TRAJECTORY_FILE
 from giant.llm.ledger import Ledger
@@ -86,5 +87,5 @@ async def run_episode(
         seconds=time.monotonic() - started,
     )
     if out_dir is not None:
-        (out_dir / TRAJECTORY_FILE).write_text(traj.model_dump_json(indent=2))
+        write_atomic(out_dir / TRAJECTORY_FILE, traj.model_dump_json(indent=2).encode())
     return traj

@@ -20,11 +20,11 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from giant.atomic import write_atomic
 from giant.errors import ConfigError
 from giant.eval.causes import record_cause
 from giant.eval.results import SKIPPED, ResultRecord, latest_by_slot, read_results
 from giant.job_layout import RESULTS_FILE, JobLayout
-from giant.llm.ledger import write_atomic
 from giant.storage import copy_linking_images
 
 # Failures worth another attempt with retry_failed=true: the model's own failures that a second try may

@@ -25,6 +25,7 @@ from pathlib import Path
 from giant.agent import run_episode
 from giant.agent.config import AgentConfig
 from giant.agent.trajectory import Trajectory
+from giant.atomic import write_atomic
 from giant.config import RunOptions
 from giant.core import Item
 from giant.data.defects import Defect
@@ -285,7 +286,7 @@ async def run_eval(
                 stop_cause=halt.cause,
                 dataset_defects=dataset_defects,
             )
-            layout.summary.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+            write_atomic(layout.summary, (summary.model_dump_json(indent=2) + "\n").encode())
     return summary
 
 
