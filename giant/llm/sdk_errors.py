@@ -8,10 +8,7 @@ run; a rate limit, a 5xx or a dropped connection is transient and is retried wit
 
 from __future__ import annotations
 
-import math
 import re
-import time
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import anthropic
@@ -19,6 +16,7 @@ import openai
 
 from giant.core import TRANSIENT_CAUSES, SetupCause
 from giant.llm.types import FatalProviderError, ProviderError, TransientError
+from giant.retry import retry_after_s as read_retry_after
 
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{3,}|key-[A-Za-z0-9_\-*]{8,})")
 _MAX_MESSAGE = 400
@@ -71,24 +69,9 @@ def cause_of(exc: Exception) -> SetupCause | None:
 
 
 def retry_after_s(exc: Exception) -> float | None:
-    """The pause the server asked for (retry-after-ms, then retry-after in seconds or as a date)."""
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
-    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) / divisor
-        except ValueError:
-            try:
-                seconds = parsedate_to_datetime(value).timestamp() - time.time()
-            except (TypeError, ValueError):
-                continue
-        return max(0.0, seconds) if math.isfinite(seconds) else None
-    return None
+    """The pause the server asked for, read from the SDK error's HTTP response when it has one."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    return None if headers is None else read_retry_after(headers)
 
 
 def classify(exc: Exception, *, provider: str, secret: str | None) -> ProviderError:

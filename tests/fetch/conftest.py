@@ -50,7 +50,13 @@ def stub(source_slides: dict[str, Path]) -> Iterator[Stub]:
 def settings(stub: Stub) -> FetchSettings:
     block = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "fetch.yaml").fetch)
     assert isinstance(block, dict)
-    fast = {"gdc_url": stub.gdc_url, "gtex_url": stub.gtex_url, "backoff_s": 0.01, "timeout_s": 5.0}
+    fast = {
+        "gdc_url": stub.gdc_url,
+        "gtex_url": stub.gtex_url,
+        "backoff_s": 0.01,
+        "backoff_min_s": 0.001,
+        "timeout_s": 5.0,
+    }
     return FetchSettings.model_validate({**block, **fast})
 
 

@@ -5,9 +5,10 @@ GDC:  GET /gdc/files/<uuid>  -> {"data": {"file_name", "file_size", "md5sum"}}
 GTEx: GET /gtex/<sample id>  -> the bytes
 
 Faults a test switches on: `ranges=False` (Range ignored, 200 with the whole body), `fail[path] = n`
-(the next n requests answer 500), `drop[path] = k` (the next reply sends its full Content-Length but
+(the next n requests answer `fail_status`, 500 unless set, with `retry_after` as their Retry-After
+header when set), `drop[path] = k` (the next reply sends its full Content-Length but
 closes after k bytes), `md5[uuid]` (the md5 the metadata announces), `rate` (bytes/s per stream).
-Every request is recorded: path, Range header, status and body bytes sent.
+Every request is recorded: path, Range header, status, body bytes sent and arrival time.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class Request:
     range: str | None
     status: int
     sent: int = 0
+    at: float = field(default_factory=time.monotonic)  # arrival: the gaps are the client's waits
 
 
 @dataclass
@@ -39,6 +41,8 @@ class Stub:
     md5: dict[str, str] = field(default_factory=dict)  # uuid -> announced md5 (default: the real one)
     ranges: bool = True
     fail: dict[str, int] = field(default_factory=dict)
+    fail_status: int = 500
+    retry_after: str | None = None
     drop: dict[str, int] = field(default_factory=dict)
     rate: float | None = None
     requests: list[Request] = field(default_factory=list)
@@ -74,7 +78,8 @@ def _handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
                     stub.fail[path] = failing - 1
                 drop = stub.drop.pop(path, None)
             if failing:
-                return self._reply(record, 500, b"injected failure")
+                extra = {"Retry-After": stub.retry_after} if stub.retry_after is not None else {}
+                return self._reply(record, stub.fail_status, b"injected failure", extra)
             parts = path.strip("/").split("/")
             if parts[:2] == ["gdc", "files"] and parts[2] in stub.gdc:
                 content = stub.gdc[parts[2]].read_bytes()
@@ -130,9 +135,13 @@ def _handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
                     if ahead > 0:
                         time.sleep(ahead)
 
-        def _reply(self, record: Request, status: int, body: bytes) -> None:
+        def _reply(
+            self, record: Request, status: int, body: bytes, headers: dict[str, str] | None = None
+        ) -> None:
             record.status = status
             self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()

@@ -13,8 +13,8 @@ import httpx2
 import pytest
 
 from giant.llm.config import provider_settings
-from giant.llm.retry import BACKOFF_MIN_S
 from giant.llm.types import FatalProviderError, ProviderError, TransientError
+from giant.retry import BACKOFF_MIN_S
 from tests.llm.mock_api import MockAPI, call, message, responses_body, step_json
 
 OPENAI = provider_settings("openai", model="gpt-5").model_copy(update={"max_retries": 2})

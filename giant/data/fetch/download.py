@@ -13,21 +13,16 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx2
 
 from giant.data.fetch.settings import FetchSettings
-from giant.data.fetch.sources import FetchError, Remote
+from giant.data.fetch.sources import FetchError, Remote, Transient, raise_if_transient, with_retries
 
 CHUNK = 1 << 20
 _CONTENT_RANGE = re.compile(r"bytes (?:(\d+)-\d+|\*)/(\d+)")
-
-
-class _Transient(Exception):
-    """Worth another attempt: a 5xx or 429, a timeout, a dropped connection, a short body."""
 
 
 def part_path(dest: Path) -> Path:
@@ -66,20 +61,9 @@ def _transfer(
     name: str,
     on_bytes: Callable[[int], None],
 ) -> int | None:
-    """Bring `part` up to the whole body, retrying transient failures; returns the total size the
-    server announced (None if it gave none)."""
-    failures = 0
-    while True:
-        try:
-            return _attempt(client, url, part, name, on_bytes)
-        except (_Transient, httpx2.TransportError) as exc:
-            failures += 1
-            reason = str(exc) if isinstance(exc, _Transient) else f"{type(exc).__name__}: {exc}"
-            if failures > settings.retries:
-                raise FetchError(
-                    f"{name}: {reason} from {url} (gave up after {settings.retries} retries)"
-                ) from exc
-            time.sleep(settings.backoff(failures))
+    """Bring `part` up to the whole body, retrying transient failures (each attempt resumes from the
+    bytes `part` holds by then); returns the total size the server announced (None if it gave none)."""
+    return with_retries(settings, lambda: _attempt(client, url, part, name, on_bytes), what=name, url=url)
 
 
 def _attempt(
@@ -98,16 +82,15 @@ def _attempt(
             if total == offset:
                 return total
             part.unlink()
-            raise _Transient(f"HTTP 416 for bytes {offset}- (restarting from byte 0)")
-        if code == 429 or code >= 500:
-            raise _Transient(f"HTTP {code}")
+            raise Transient(f"HTTP 416 for bytes {offset}- (restarting from byte 0)")
+        raise_if_transient(reply)
         if code >= 400:
             raise FetchError(f"{name}: HTTP {code} from {url}")
         if code == 206:
             match = _CONTENT_RANGE.fullmatch(reply.headers.get("content-range", ""))
             if not match or int(match.group(1) or -1) != offset:
                 part.unlink()
-                raise _Transient(f"unexpected Content-Range {reply.headers.get('content-range')!r}")
+                raise Transient(f"unexpected Content-Range {reply.headers.get('content-range')!r}")
             total = int(match.group(2))
             mode = "ab"
         else:  # 200: the whole body (the server ignored Range, or none was sent)
@@ -120,7 +103,7 @@ def _attempt(
                 on_bytes(len(chunk))
     size = part.stat().st_size
     if total is not None and size < total:
-        raise _Transient(f"connection closed at byte {size} of {total}")
+        raise Transient(f"connection closed at byte {size} of {total}")
     return total
 
 

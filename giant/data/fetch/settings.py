@@ -11,9 +11,10 @@ class FetchSettings(BaseModel):
     gdc_url: str = Field(min_length=1)  # the fetcher appends /files/<file_id> and /data/<file_id>
     gtex_url: str = Field(min_length=1)  # the fetcher appends /<sample id>
     concurrency: int = Field(ge=1, le=64)
-    retries: int = Field(ge=0, le=100)  # per slide, for 5xx, timeouts and dropped connections
-    backoff_s: float = Field(ge=0)  # first wait; doubles after each failed attempt
+    retries: int = Field(ge=0, le=100)  # per slide: 408, 429, 5xx, timeouts and dropped connections
+    backoff_s: float = Field(ge=0)  # the first wait is drawn up to this; the window doubles each time
     backoff_max_s: float = Field(ge=0)
+    backoff_min_s: float = Field(ge=0)  # no retry sooner than this, Retry-After included
     timeout_s: float = Field(gt=0)  # connect and between two reads, not for the whole file
     estimate_bytes: dict[str, int]  # typical slide size per source that reports none (gtex, kaggle)
 
@@ -21,7 +22,3 @@ class FetchSettings(BaseModel):
     @classmethod
     def _no_trailing_slash(cls, value: str) -> str:
         return value.rstrip("/")
-
-    def backoff(self, attempt: int) -> float:
-        """Seconds to wait before retry number `attempt` (1-based): exponential, capped."""
-        return float(min(self.backoff_max_s, self.backoff_s * 2 ** (attempt - 1)))

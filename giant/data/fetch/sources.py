@@ -11,16 +11,19 @@
 from __future__ import annotations
 
 import os
-import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 import httpx2
 from pydantic import BaseModel, ValidationError
 
 from giant.data.fetch.settings import FetchSettings
 from giant.data.slides import TCGA_BENCHMARKS
+from giant.retry import RetryPolicy, retry_after_s
+
+T = TypeVar("T")
 
 Source = Literal["gdc", "gtex", "kaggle"]
 SOURCES: dict[str, Source] = {**dict.fromkeys(TCGA_BENCHMARKS, "gdc"), "gtex": "gtex", "panda": "kaggle"}
@@ -35,6 +38,43 @@ KAGGLE_HELP = (
 
 class FetchError(Exception):
     """One slide could not be fetched; the message is the reason shown in the final table."""
+
+
+class Transient(Exception):
+    """Worth another attempt: a 408, 429 or 5xx, a short body, a range the server got wrong.
+    `retry_after_s` is the pause the server asked for (its Retry-After), if any."""
+
+    def __init__(self, reason: str, retry_after_s: float | None = None) -> None:
+        super().__init__(reason)
+        self.retry_after_s = retry_after_s
+
+
+def raise_if_transient(reply: httpx2.Response) -> None:
+    """A timeout, a rate limit or a server error may pass; any other 4xx (401, 403, 404) will not."""
+    code = reply.status_code
+    if code in (408, 429) or code >= 500:
+        raise Transient(f"HTTP {code}", retry_after_s(reply.headers))
+
+
+def _asked(exc: BaseException) -> float | None:
+    return exc.retry_after_s if isinstance(exc, Transient) else None
+
+
+def with_retries(settings: FetchSettings, attempt: Callable[[], T], *, what: str, url: str) -> T:
+    """`attempt()` under giant.retry's policy: Transient and transport failures (timeouts, dropped
+    connections) are retried up to `settings.retries` times; the last one becomes a FetchError."""
+    policy = RetryPolicy(
+        retryable=(Transient, httpx2.TransportError),
+        asked=_asked,
+        base_s=settings.backoff_s,
+        max_s=settings.backoff_max_s,
+        min_s=settings.backoff_min_s,
+    )
+    try:
+        return policy.call(attempt, settings.retries)
+    except (Transient, httpx2.TransportError) as exc:
+        reason = str(exc) if isinstance(exc, Transient) else f"{type(exc).__name__}: {exc}"
+        raise FetchError(f"{what}: {reason} from {url} (gave up after {settings.retries} retries)") from exc
 
 
 class Remote(BaseModel):
@@ -52,26 +92,21 @@ class GdcFile(BaseModel):
 
 
 def gdc_remote(client: httpx2.Client, settings: FetchSettings, file_id: str) -> Remote:
-    """File metadata from the GDC files endpoint; the bytes come from the data endpoint. A 5xx or
-    a dropped reply is retried; an unreachable host is not (offline, every slide would wait)."""
+    """File metadata from the GDC files endpoint; the bytes come from the data endpoint. A 408, 429,
+    5xx or dropped reply is retried; an unreachable host is not (offline, every slide would wait)."""
     url = f"{settings.gdc_url}/files/{file_id}"
-    for attempt in range(settings.retries + 1):
-        if attempt:
-            time.sleep(settings.backoff(attempt))
+
+    def attempt() -> httpx2.Response:
         try:
             reply = client.get(url, params={"fields": "file_name,file_size,md5sum"})
         except httpx2.ConnectError as exc:
             raise FetchError(f"GDC metadata: {type(exc).__name__} from {url}") from exc
-        except httpx2.TransportError as exc:
-            problem = type(exc).__name__
-            continue
-        problem = f"HTTP {reply.status_code}"
-        if reply.status_code != 429 and reply.status_code < 500:
-            break
-    else:
-        raise FetchError(f"GDC metadata: {problem} from {url} (gave up after {settings.retries} retries)")
-    if reply.status_code != 200:
-        raise FetchError(f"GDC metadata: {problem} from {url}")
+        raise_if_transient(reply)
+        if reply.status_code != 200:
+            raise FetchError(f"GDC metadata: HTTP {reply.status_code} from {url}")
+        return reply
+
+    reply = with_retries(settings, attempt, what="GDC metadata", url=url)
     try:
         meta = GdcFile.model_validate(reply.json().get("data", {}))
     except (ValueError, ValidationError, AttributeError) as exc:
