@@ -24,11 +24,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-EXIT_TERMINATED = 143  # 128 + SIGTERM: what a shell reports for a process ended by SIGTERM
+from giant.errors import EXIT_TERMINATED
 
 _Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 _last_stop: str | None = None  # why this process last stopped a job; read by the sweep callback
+_job_running = False  # a sweep job runs in this process (job_in_progress): a SIGTERM waits for it
+_pending: int | None = None  # a signal the sweep got while its job was not yet listening
 
 
 class StopRequest:
@@ -140,6 +142,7 @@ def stop_on_signals() -> Iterator[StopRequest]:
     previous = {signum: signal.signal(signum, handle) for signum in signums}
     if requeue is not None:
         stop.requeue_handler = previous[requeue]
+    _take_pending(stop)
     try:
         yield stop
     finally:
@@ -147,22 +150,50 @@ def stop_on_signals() -> Iterator[StopRequest]:
             signal.signal(signum, handler)
 
 
+def _take_pending(stop: StopRequest) -> None:
+    """A SIGTERM that reached the sweep while its job was starting, before the job listened, stops
+    the job at its first check."""
+    global _pending
+    if _pending is not None:
+        stop.request(_pending)
+        _pending = None
+
+
+@contextmanager
+def job_in_progress() -> Iterator[None]:
+    """Marks a sweep job as running in this process (Hydra's basic launcher): a SIGTERM to the sweep
+    then stops the job at its next check, where it closes its MLflow run, instead of exiting in the
+    middle of its setup or its MLflow writes. Between two jobs the sweep still ends at once."""
+    global _job_running
+    _job_running = True
+    try:
+        yield
+    finally:
+        _job_running = False
+
+
 def guard_sweep() -> None:
     """For the launching process of a sweep (`-m`): SIGTERM is passed on to the job processes it started
     (joblib's workers, submitit's local controllers), which stop cleanly themselves and end the sweep;
-    with none running (the basic launcher between jobs, or SLURM jobs that run elsewhere) the sweep ends
-    at once. The stop is recorded either way, so the sweep's parent run is closed as interrupted.
-    A basic-launcher job replaces this handler with its own while it runs (stop_on_signals)."""
+    a basic-launcher job running here stops at its next check (job_in_progress; while its items run,
+    its own handler replaces this one: stop_on_signals); with no job running (the basic launcher
+    between jobs, or SLURM jobs that run elsewhere) the sweep ends at once. The stop is recorded
+    either way, so the sweep's parent run is closed as interrupted."""
 
     def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        global _pending
         note_stop(signal.Signals(signum).name)
         children = _children()
         for pid in children:
             with suppress(ProcessLookupError):  # ended meanwhile
                 os.kill(pid, signum)
-        if not children:
-            print("run_eval: stopped by SIGTERM; rerun the same command to resume", file=sys.stderr)
-            raise SystemExit(EXIT_TERMINATED)
+        if children:
+            return
+        if _job_running:
+            _pending = signum
+            return
+        print("run_eval: stopped by SIGTERM; rerun the same command to resume", file=sys.stderr)
+        raise SystemExit(EXIT_TERMINATED)
 
     signal.signal(signal.SIGTERM, on_sigterm)
 

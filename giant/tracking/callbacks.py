@@ -1,15 +1,20 @@
-"""The Hydra callback that gives every sweep (`-m`) one MLflow parent run.
+"""The Hydra callback that checks a run before it starts and gives every sweep (`-m`) one MLflow parent run.
 
-`on_multirun_start` runs once, in the launching process, before any job: it creates the store, the
+`on_run_start` and `on_multirun_start` run before Hydra creates the job or sweep folder: a folder that
+cannot be written is one line and exit 2 there, like a bad value. `on_multirun_start` runs once, in
+the launching process, before any job: it validates every job's settings, creates the store, the
 experiment and the parent run (so parallel jobs never race to create the sqlite schema), and writes
 the parent's id into the sweep directory, where each job (any launcher, any process or node) finds
-it. `on_multirun_end` closes the parent with the jobs' aggregate status.
+it. `on_multirun_end`, also in the launching process, reads the jobs' outcomes (giant.outcomes),
+closes the parent with the jobs' aggregate status, lists the jobs that did not complete in one line
+and exits with the highest of their codes.
 """
 
 from __future__ import annotations
 
 import atexit
 import logging
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,8 +25,9 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from giant.config import RunSettings, TrackingSettings
-from giant.errors import ConfigError, exit_with
+from giant.config import PathSettings, RunSettings, TrackingSettings
+from giant.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, ConfigError, exit_with
+from giant.outcomes import JobOutcome, clear_outcomes, exit_code, failure_line, read_outcomes
 from giant.tracking.secrets import scrub, secret_values
 
 if TYPE_CHECKING:
@@ -31,6 +37,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SWEEP_TABLE = "sweep_runs.csv"
+STATUS_ORDER = ["complete", "incomplete", "failed", "interrupted"]  # a sweep's status: its worst job's
+STOP_CODES = {"Ctrl-C": EXIT_INTERRUPTED, "SIGTERM": EXIT_TERMINATED}  # a stop's reason and exit code
 
 
 def tracking_settings(config: DictConfig) -> TrackingSettings:
@@ -68,36 +76,45 @@ class MlflowSweepCallback(Callback):
     def __init__(self) -> None:
         self._open: tuple[TrackingSettings, str] | None = None  # the parent run until the sweep ends
 
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """A single run's folders, tried before Hydra creates its job folder (a traceback otherwise)."""
+        try:
+            PathSettings.from_config(config).check_writable(Path(config.hydra.run.dir), sweep=False)
+        except ConfigError as err:  # the callback also serves fetch_slides (conf/fetch.yaml)
+            exit_with(str(config.hydra.job.name), str(err))
+
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from giant.tracking.mlflow_logger import ROLE_TAG, SweepInfo, open_experiment
 
+        sweep_dir = Path(config.hydra.sweep.dir)
         try:
             validate_sweep(config)
+            PathSettings.from_config(config).check_writable(sweep_dir, sweep=True)
             tracking = tracking_settings(config)
             opened = open_experiment(tracking) if tracking.enabled else None
         except ConfigError as err:  # one line and exit 2, as for a single run (scripts/run_eval.py)
             exit_with("run_eval", str(err))
+        clear_outcomes(sweep_dir)
         if opened is None:
             return
         client, experiment_id = opened
         overrides = " ".join(config.hydra.overrides.task)
         secrets = secret_values()
-        sweep_dir = Path(config.hydra.sweep.dir)
         run = client.create_run(
             experiment_id,
             run_name=f"sweep {sweep_dir.name}",
             tags={ROLE_TAG: "sweep", "status": "running", "overrides": scrub(overrides, secrets)[:5000]},
         )
         run_id = run.info.run_id
+        self._open = (tracking, run_id)
+        # A failing job aborts Hydra's sweep without on_multirun_end: close the parent on the way out.
+        atexit.register(self._close_abandoned)
         client.set_tag(run_id, "sweep_id", run_id)
         client.log_param(run_id, "sweep_dir", str(sweep_dir))
         SweepInfo(tracking_uri=tracking.uri, experiment_id=experiment_id, parent_run_id=run_id).write(
             sweep_dir
         )
         log.info("MLflow sweep run %s (experiment %s at %s)", run_id, tracking.experiment, tracking.uri)
-        self._open = (tracking, run_id)
-        # A failing job aborts Hydra's sweep without on_multirun_end: close the parent on the way out.
-        atexit.register(self._close_abandoned)
 
     def _close_abandoned(self) -> None:
         if self._open is None:
@@ -119,6 +136,26 @@ class MlflowSweepCallback(Callback):
         client.set_terminated(run_id, status="FAILED")
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """Closes the parent run, then makes the script's exit code the highest of the jobs' (with one
+        line naming the jobs that did not complete): runs with tracking on or off."""
+        from giant.interrupt import stopped_by
+
+        outcomes = read_outcomes(Path(config.hydra.sweep.dir))
+        try:
+            self._close_parent(config, outcomes)
+        except Exception as exc:  # the exit code below must not depend on the store being reachable
+            log.warning("MLflow: the sweep's parent run was not closed (%s)", exc)
+        line = failure_line(outcomes)
+        if line is not None:
+            print(f"run_eval: {line}", file=sys.stderr)
+        reason = stopped_by()  # this process got SIGTERM and its jobs (joblib) stopped cleanly
+        code = max(exit_code(outcomes), STOP_CODES.get(reason, EXIT_TERMINATED) if reason else EXIT_OK)
+        if code != EXIT_OK:
+            sys.exit(code)
+
+    def _close_parent(self, config: DictConfig, outcomes: list[JobOutcome]) -> None:
+        """The parent's status counts every job: its child run, and its outcome, which is all there is
+        of a job that stopped before it opened a run (a config error)."""
         from giant.interrupt import stopped_by
         from giant.tracking.mlflow_logger import PARENT_TAG, SweepInfo, open_experiment
 
@@ -133,28 +170,37 @@ class MlflowSweepCallback(Callback):
             filter_string=f"tags.`{PARENT_TAG}` = '{sweep.parent_run_id}'",
             max_results=5000,
         )
-        statuses = [child.info.status for child in children]
-        failed = sum(status != "FINISHED" for status in statuses)
-        incomplete = sum(child.data.tags.get("status") == "incomplete" for child in children)
-        for key, value in {"n_jobs": len(children), "n_failed": failed, "n_incomplete": incomplete}.items():
+        jobs = jobs_status(children, outcomes)
+        for key, value in {
+            "n_jobs": len(jobs),
+            "n_failed": sum(status == "failed" for status in jobs.values()),
+            "n_incomplete": sum(status == "incomplete" for status in jobs.values()),
+        }.items():
             client.log_metric(sweep.parent_run_id, key, value)
-        overall = "failed" if failed or not children else ("incomplete" if incomplete else "complete")
-        interruption = stopped_by()  # this process got SIGTERM and its jobs (joblib) stopped cleanly
+        overall = sweep_status(list(jobs.values()))
+        interruption = stopped_by() or next(
+            (reason for reason, code in STOP_CODES.items() for o in outcomes if o.code == code), None
+        )
         if interruption:
             overall = "interrupted"
             client.set_tag(sweep.parent_run_id, "interruption", interruption)
         client.set_tag(sweep.parent_run_id, "status", overall)
-        self._log_table(client, sweep.parent_run_id, children)
+        self._log_table(client, sweep.parent_run_id, children, outcomes)
         ended = {"failed": "FAILED", "interrupted": "KILLED"}.get(overall, "FINISHED")
         client.set_terminated(sweep.parent_run_id, status=ended)
 
     @staticmethod
-    def _log_table(client: MlflowClient, parent_run_id: str, children: list[Run]) -> None:
-        """The sweep at a glance: one row per job with its tags and headline metrics."""
+    def _log_table(
+        client: MlflowClient, parent_run_id: str, children: list[Run], outcomes: list[JobOutcome]
+    ) -> None:
+        """The sweep at a glance: one row per job with its tags, headline metrics and exit code; a job
+        that stopped before it opened a run has a row too."""
         import pandas as pd
 
+        by_dir = {outcome.output_dir: outcome for outcome in outcomes}
         rows = [
             {
+                **_outcome_columns(by_dir.pop(child.data.tags.get("output_dir", ""), None)),
                 "run_id": child.info.run_id,
                 "run_name": child.info.run_name,
                 "mlflow_status": child.info.status,
@@ -166,7 +212,38 @@ class MlflowSweepCallback(Callback):
             }
             for child in children
         ]
+        rows += [_outcome_columns(outcome) for outcome in by_dir.values()]
+        rows.sort(key=lambda row: (row["job"] is None, row["job"] or 0))  # in job order
         with tempfile.TemporaryDirectory(prefix="giant-sweep-") as tmp:
             path = Path(tmp) / SWEEP_TABLE
             pd.DataFrame(rows).to_csv(path, index=False)
             client.log_artifact(parent_run_id, str(path))
+
+
+def _outcome_columns(outcome: JobOutcome | None) -> dict[str, object]:
+    if outcome is None:  # a run logged without the CLI (tests, notebooks)
+        return {"job": None, "exit_code": None, "outcome": None}
+    return {"job": outcome.job, "exit_code": outcome.code, "outcome": outcome.message}
+
+
+def child_status(child: Run) -> str:
+    """A child run's share of the sweep's status."""
+    if child.info.status == "KILLED":
+        return "interrupted"
+    if child.info.status != "FINISHED":
+        return "failed"
+    return "incomplete" if child.data.tags.get("status") == "incomplete" else "complete"
+
+
+def jobs_status(children: list[Run], outcomes: list[JobOutcome]) -> dict[str, str]:
+    """Each job's status by its output folder: the worse of its child run's and its outcome's (a job
+    without a run, stopped by a config error, has only its outcome)."""
+    jobs = {child.data.tags.get("output_dir", child.info.run_id): child_status(child) for child in children}
+    for outcome in outcomes:
+        jobs[outcome.output_dir] = sweep_status([jobs.get(outcome.output_dir, "complete"), outcome.status])
+    return jobs
+
+
+def sweep_status(statuses: list[str]) -> str:
+    """The worst of the jobs' statuses; a sweep without any job failed."""
+    return max(statuses, key=STATUS_ORDER.index) if statuses else "failed"
