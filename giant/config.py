@@ -14,7 +14,7 @@ import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
@@ -25,6 +25,9 @@ from giant.agent.modes import MODES, modes_with_setting
 from giant.errors import ConfigError, exit_with
 from giant.llm.config import PROVIDER_NAMES, ProviderConfig, providers_with
 from giant.tools.settings import ToolSettings
+
+if TYPE_CHECKING:  # Hydra's override parser is imported where used: it is slow to import
+    from hydra.core.override_parser.types import Override
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CONF_DIR = PROJECT_ROOT / "conf"
@@ -316,18 +319,29 @@ def group_options(group: str, conf_dir: Path = CONF_DIR) -> list[str]:
     return sorted(path.stem for path in (conf_dir / group).glob("*.yaml"))
 
 
+def parse_overrides(argv: list[str]) -> list[Override]:
+    """The command line's overrides as Hydra will read them (one grammar for every check); bad
+    syntax gives none, and Hydra then reports it itself."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    texts = [arg for arg in argv if not arg.startswith("-") and "=" in arg]
+    try:
+        return OverridesParser.create().parse_overrides(texts)
+    except HydraException:
+        return []
+
+
 def check_group_choices(argv: list[str], conf_dir: Path = CONF_DIR) -> None:
     """An unknown option of one of our groups (`provider=opneai`) as one line, before Hydra runs."""
-    for arg in argv:
-        if arg.startswith("-") or "=" not in arg:
-            continue
-        key, _, value = arg.partition("=")
-        key = key.lstrip("+~")
-        if key not in GROUPS or value in ("", "null"):
+    from hydra.core.override_parser.types import OverrideType
+
+    for override in parse_overrides(argv):
+        key = override.key_or_group
+        if key not in GROUPS or override.type == OverrideType.DEL or override.value() in (None, ""):
             continue
         options = group_options(key, conf_dir)
-        values = _sweep_values(value)
-        for choice in values:
+        for choice in _group_choices(override):
             if choice not in options:
                 raise ConfigError(f"unknown {key} '{choice}': choose one of {', '.join(options)}")
 
@@ -354,22 +368,16 @@ def check_override_keys(argv: list[str], config_name: str = "config", conf_dir: 
     """A misspelt key (`agent.maxsteps=3`) as one line naming the closest key, before Hydra runs
     (Hydra's own report is six lines and suggests `+key=`, which validation then rejects)."""
     from hydra import compose, initialize_config_dir
-    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import OverrideType
-    from hydra.errors import HydraException
 
-    texts = [arg for arg in argv if not arg.startswith("-") and "=" in arg]
-    try:
-        overrides = OverridesParser.create().parse_overrides(texts)
-    except HydraException:
-        return  # bad override syntax: Hydra reports it
+    overrides = parse_overrides(argv)
     choices: dict[str, list[str]] = {}
     keys: list[str] = []
     for override in overrides:
         key = override.key_or_group
         if key in GROUPS:
             if override.type == OverrideType.CHANGE:
-                choices[key] = _sweep_values((override.input_line or "").partition("=")[2])
+                choices[key] = _group_choices(override)
         elif override.type == OverrideType.CHANGE and not key.startswith("hydra.") and "/" not in key:
             keys.append(key)
     if not keys:
@@ -425,10 +433,13 @@ def _dotted_keys(cfg: DictConfig, prefix: str = "") -> list[str]:
     return names
 
 
-def _sweep_values(value: str) -> list[str]:
-    """`a,b` and `choice(a,b)` sweeps; other sweep syntax (glob, range) is left to Hydra."""
-    if value.startswith(("glob(", "range(", "interval(")):
-        return []
-    if value.startswith("choice(") and value.endswith(")"):
-        value = value[len("choice(") : -1]
-    return [part.strip().strip("'\"") for part in value.split(",") if part.strip()]
+def _group_choices(override: Override) -> list[str]:
+    """The options a group override picks, read by Hydra's own parser: one value, or the `a,b` and
+    `choice(a,b)` sweeps; other sweeps (glob, range, interval) are left to Hydra."""
+    if not override.is_sweep_override():
+        return [override.get_value_element_as_str()]
+    from hydra.core.override_parser.types import ValueType
+
+    if override.is_choice_sweep() and override.value_type != ValueType.GLOB_CHOICE_SWEEP:
+        return list(override.sweep_string_iterator())
+    return []
