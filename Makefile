@@ -41,6 +41,7 @@ bench: $(VENV_STAMP) ## performance measurements (print numbers, assert nothing)
 	$(PY) benchmarks/storage.py
 	$(PY) benchmarks/cache_billing.py
 	$(PY) benchmarks/conch_latency.py
+	$(PY) benchmarks/report_memory.py
 
 demo: $(VENV_STAMP) ## synthetic slides, random provider, a real sweep into MLflow, a results table
 	@dir=multirun/demo/$$(date +%Y-%m-%d_%H-%M-%S); \

@@ -6,8 +6,10 @@ right. A slide without an mpp, or no longer at its recorded path, gives "unknown
 from __future__ import annotations
 
 import logging
+import os
 import statistics
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from giant.agent.trajectory import Region, Trajectory
@@ -24,6 +26,9 @@ TISSUE_BANDS = (0.1, 0.5, 0.9)  # upper edges: mostly glass, partly tissue, most
 # builds one mask per slide of the job) and still spans ten mask pixels across a crop of 1/100 of the
 # slide; benchmarks/report_tissue.py measures both.
 MASK_SIDE = 1024
+# Masks are built on this many threads (the slide read, PIL, numpy and scipy.ndimage release the GIL for
+# most of a build: 1.8x on 2 cores); each one in flight holds about 20 MB while it is built.
+MASK_THREADS = min(4, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -66,39 +71,60 @@ def seen_mpp(traj: Trajectory, region: Region) -> float | None:
     return traj.slide_mpp * max(region.read.w, region.read.h) / side if side else None
 
 
-class TissueMasks:
-    """One mask per slide, built on first use; a slide that cannot be opened has none."""
+Slot = tuple[str, int]  # (item key, run index)
 
-    def __init__(self) -> None:
-        self._masks: dict[str, TissueMask | None] = {}
 
-    def fraction(self, traj: Trajectory, region: Region) -> float | None:
-        if traj.slide_path not in self._masks:
-            self._masks[traj.slide_path] = self._build(traj.slide_path)
-        mask = self._masks[traj.slide_path]
-        return None if mask is None else mask.fraction(region.read)
+def tissue_fractions(runs: list[ItemRun]) -> dict[Slot, list[float | None]]:
+    """(key, run index) -> the tissue fraction of each of its crops, in `crop_regions` order.
 
-    @staticmethod
-    def _build(path: str) -> TissueMask | None:
-        if not path:
-            return None
-        try:
-            with Slide.open(path) as slide:
-                return TissueMask.from_slide(slide, MASK_SIDE)
-        except SlideError as exc:
-            log.info("report: no tissue fractions for %s (%s)", path, exc)
-            return None
+    Slide by slide, never all at once: 221 TCGA masks held together were 1.4 GB (issue 23). Each slide's
+    mask is built, read for every crop on it (tasks and run indices share slides) and dropped inside
+    one task of a small thread pool, so at most MASK_THREADS masks exist at a time.
+    """
+    by_slide: dict[str, list[tuple[Slot, list[Region]]]] = defaultdict(list)
+    for run in runs:
+        if run.trajectory is not None:
+            by_slide[run.trajectory.slide_path].append((run.record.slot, crop_regions(run.trajectory)))
+    with ThreadPoolExecutor(MASK_THREADS) as pool:
+        done = pool.map(_fractions_on_slide, by_slide.items())
+        return {slot: fractions for members in done for slot, fractions in members}
+
+
+def _fractions_on_slide(
+    slide: tuple[str, list[tuple[Slot, list[Region]]]],
+) -> list[tuple[Slot, list[float | None]]]:
+    """One slide's crops; a slide without crops is never opened."""
+    path, members = slide
+    mask = _mask(path) if any(regions for _, regions in members) else None
+    return [
+        (slot, [None if mask is None else mask.fraction(r.read) for r in regions])
+        for slot, regions in members
+    ]
+
+
+def _mask(path: str) -> TissueMask | None:
+    """The slide's mask, or None when there is no slide at `path` any more (or it cannot be read)."""
+    if not path:
+        return None
+    try:
+        with Slide.open(path) as slide:
+            return TissueMask.from_slide(slide, MASK_SIDE)
+    except SlideError as exc:
+        log.info("report: no tissue fractions for %s (%s)", path, exc)
+        return None
 
 
 def crops(runs: list[ItemRun]) -> list[Crop]:
-    masks = TissueMasks()
+    """Every crop of every item-run, in the runs' order."""
+    tissue = tissue_fractions(runs)
     found = []
     for run in runs:
         traj = run.trajectory
         if traj is None:
             continue
-        for number, region in enumerate(crop_regions(traj), start=1):
-            found.append(Crop(run, number, region, seen_mpp(traj, region), masks.fraction(traj, region)))
+        regions = crop_regions(traj)
+        for number, (region, fraction) in enumerate(zip(regions, tissue[run.record.slot], strict=True), 1):
+            found.append(Crop(run, number, region, seen_mpp(traj, region), fraction))
     return found
 
 

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import weakref
 from collections import Counter
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from sklearn.metrics import recall_score
 
 from giant.eval.results import read_results
 from giant.job_layout import TRAJECTORY_FILE
-from giant.report import write_report
+from giant.report import navigation, write_report
 from giant.report.facts import gather
 from giant.report.navigation import crops
 from giant.report.taxonomy import cause, event_counts
@@ -123,6 +124,32 @@ def test_crop_mpp_and_tissue_from_the_slide(faulted: FaultedJob) -> None:
         len(no_crop) == never_crop + len(NO_ZOOM)
         and f" no crop {len(no_crop)} {sum(r.correct for r in no_crop)} " in text
     )
+
+
+def test_tissue_masks_one_slide_at_a_time(faulted: FaultedJob, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each slide's mask is built once, however many item-runs share the slide, and is gone before the
+    next slide's is built: the report's memory does not grow with the slides of a job (issue 23)."""
+    built: list[Path] = []
+    alive: weakref.WeakSet[TissueMask] = weakref.WeakSet()
+    most = 0
+    build = TissueMask.from_slide
+
+    def tracked(slide: Slide, long_side: int) -> TissueMask:
+        nonlocal most
+        mask = build(slide, long_side)
+        built.append(slide.path)
+        alive.add(mask)
+        most = max(most, len(alive))
+        return mask
+
+    monkeypatch.setattr(TissueMask, "from_slide", tracked)
+    monkeypatch.setattr(navigation, "MASK_THREADS", 1)
+    runs = gather(faulted.layout.out_dir).runs
+    found = crops(runs)
+    slides = {crop.run.trajectory.slide_path for crop in found if crop.run.trajectory is not None}
+    assert len(slides) == 2 and sorted(map(str, built)) == sorted(slides)  # 20 item-runs, 2 slides
+    assert most == 1 and not alive
+    assert any(crop.tissue for crop in found)
 
 
 def test_unknown_mpp_and_tissue_for_old_trajectories_and_moved_slides(
