@@ -129,7 +129,7 @@ async def run_patch(ep: EpisodeState[PatchConfig]) -> None:
     asked = [Asked() for _ in patches]
     results = await asyncio.gather(*(ask(n, p) for n, p in enumerate(patches, start=1)))
     for patch, where in zip(patches, asked, strict=True):
-        ep.add_region(where.first_call, patch)
+        await ep.add_crop(where.first_call, patch)
         ep.crops += 1
     # A fatal error or a budget stop ends the item whatever the other patches answered.
     ending = ("provider_error", "budget_exceeded")
@@ -163,7 +163,7 @@ async def run_random_regions(ep: EpisodeState[RandomRegionsConfig]) -> None:
             rendered = await render_region(
                 ep.slide, box, cfg.crop_size, fill=cfg.fill, guides=cfg.guides, quality=cfg.jpeg_quality
             )
-            region = ep.add_region(0, rendered)
+            region = await ep.add_crop(0, rendered)
             ep.crops += 1
             label = f"Region {number}"
             parts += [

@@ -7,6 +7,8 @@ that was paid for is lost from the totals.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
 import time
 from dataclasses import dataclass, field
@@ -26,7 +28,10 @@ from giant.llm.types import (
     TokenCounts,
     Usage,
 )
-from giant.wsi.slide import Slide
+from giant.wsi.slide import Slide, SlideError
+from giant.wsi.tissue import CROP_MASK_SIDE, TissueMask
+
+log = logging.getLogger(__name__)
 
 _RESPONSE = re.compile(r"<response>(.*?)</response>", re.DOTALL | re.IGNORECASE)
 
@@ -103,6 +108,9 @@ class EpisodeState(Generic[C]):
         self._next_index = 1
         self._pending: dict[int, int] = {}  # call index -> attempt, for calls cut by the timeout
         self._last_reservation = 0.0  # the expected cost of the latest call, for budget_reached
+        # The slide's tissue mask for crop fractions: built once, on the first crop (None: not yet;
+        # False: the slide could not give one).
+        self._tissue: TissueMask | bool | None = None
 
     @property
     def width(self) -> int:
@@ -232,8 +240,30 @@ class EpisodeState(Generic[C]):
         self._pending.clear()
         self.traj.calls.sort(key=lambda call: call.index)
 
+    def _is_overview(self, call_index: int) -> bool:
+        """Whether a region added now is the overview: the first one of call 0, as the report counts."""
+        return call_index == 0 and not any(r.call_index == 0 for r in self.traj.regions)
+
+    def _build_tissue(self) -> None:
+        if self._tissue is None:
+            try:
+                self._tissue = TissueMask.from_slide(self.slide, CROP_MASK_SIDE)
+            except SlideError as exc:
+                log.info("no tissue fractions for %s (%s)", self.slide.path, exc)
+                self._tissue = False
+
+    async def add_crop(self, call_index: int, rendered: Rendered) -> Region:
+        """`add_region` with the crop's tissue fraction: the slide's mask is built (off the event loop)
+        on the episode's first crop."""
+        if self._tissue is None and not self._is_overview(call_index):
+            await asyncio.to_thread(self._build_tissue)
+        return self.add_region(call_index, rendered)
+
     def add_region(self, call_index: int, rendered: Rendered) -> Region:
+        """Record a region; a crop gets its tissue fraction once the mask exists (`add_crop`)."""
         region = rendered.region
+        mask = self._tissue if isinstance(self._tissue, TissueMask) else None
+        fraction = None if mask is None or self._is_overview(call_index) else mask.fraction(region.read)
         region_record = Region(
             call_index=call_index,
             requested=region.requested,
@@ -243,6 +273,7 @@ class EpisodeState(Generic[C]):
             output_height=rendered.encoded.height,
             image=self.store.save(rendered.encoded),
             clamped=region.clamped,
+            tissue_fraction=fraction,
         )
         self.traj.regions.append(region_record)
         return region_record

@@ -269,7 +269,7 @@ class Navigator:
         rendered = await render_region(
             ep.slide, requested, cfg.crop_size, fill=cfg.fill, guides=cfg.guides, quality=cfg.jpeg_quality
         )
-        region = ep.add_region(call.index, rendered)
+        region = await ep.add_crop(call.index, rendered)
         state.steps += 1
         ep.steps += 1
         ep.crops += 1

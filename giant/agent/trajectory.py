@@ -49,6 +49,9 @@ class Region(BaseModel):
     output_height: int
     image: str  # file name of the JPEG beside trajectory.json ("<sha256>.jpg")
     clamped: bool = False
+    # Tissue fraction of `read` on the slide's CROP_MASK_SIDE mask (giant.wsi.tissue), recorded while the
+    # slide is open; None for the overview, an unreadable mask, and trajectories written before it was.
+    tissue_fraction: float | None = None
 
 
 class ToolCall(BaseModel):

@@ -15,17 +15,18 @@ from dataclasses import dataclass
 from giant.agent.trajectory import Region, Trajectory
 from giant.report.facts import ItemRun
 from giant.wsi.slide import Slide, SlideError
-from giant.wsi.tissue import TissueMask
+from giant.wsi.tissue import CROP_MASK_SIDE, TissueMask
 
 log = logging.getLogger(__name__)
 
 # Upper edges of the magnification bands, in microns per pixel (40x, 20x, 10x, 5x, 2.5x, 1.25x).
 MPP_BANDS = (0.3, 0.6, 1.2, 2.4, 4.8, 9.6)
 TISSUE_BANDS = (0.1, 0.5, 0.9)  # upper edges: mostly glass, partly tissue, mostly tissue, all tissue
-# The mask's long side: 1024 px costs about a third of the patch sampler's 2048 per slide (the report
-# builds one mask per slide of the job) and still spans ten mask pixels across a crop of 1/100 of the
-# slide; benchmarks/report_tissue.py measures both.
-MASK_SIDE = 1024
+# The mask's long side: 1024 px costs about a third of the patch sampler's 2048 per slide and still spans
+# ten mask pixels across a crop of 1/100 of the slide; benchmarks/report_tissue.py measures both. The
+# episode records each crop's fraction on the same mask (Region.tissue_fraction); the report builds one
+# only for trajectories written before it did.
+MASK_SIDE = CROP_MASK_SIDE
 # Masks are built on this many threads (the slide read, PIL, numpy and scipy.ndimage release the GIL for
 # most of a build: 1.8x on 2 cores); each one in flight holds about 20 MB while it is built.
 MASK_THREADS = min(4, os.cpu_count() or 1)
@@ -77,7 +78,8 @@ Slot = tuple[str, int]  # (item key, run index)
 def tissue_fractions(runs: list[ItemRun]) -> dict[Slot, list[float | None]]:
     """(key, run index) -> the tissue fraction of each of its crops, in `crop_regions` order.
 
-    Slide by slide, never all at once: 221 TCGA masks held together were 1.4 GB (issue 23). Each slide's
+    Recorded fractions first (Region.tissue_fraction); older trajectories' slides are read slide by
+    slide, never all at once: 221 TCGA masks held together were 1.4 GB (issue 23). Each slide's
     mask is built, read for every crop on it (tasks and run indices share slides) and dropped inside
     one task of a small thread pool, so at most MASK_THREADS masks exist at a time.
     """
@@ -93,13 +95,18 @@ def tissue_fractions(runs: list[ItemRun]) -> dict[Slot, list[float | None]]:
 def _fractions_on_slide(
     slide: tuple[str, list[tuple[Slot, list[Region]]]],
 ) -> list[tuple[Slot, list[float | None]]]:
-    """One slide's crops; a slide without crops is never opened."""
+    """One slide's crops, by their recorded fractions; the slide is opened only when a crop has none
+    (a trajectory written before the episode recorded them, or a mask the episode could not build)."""
     path, members = slide
-    mask = _mask(path) if any(regions for _, regions in members) else None
-    return [
-        (slot, [None if mask is None else mask.fraction(r.read) for r in regions])
-        for slot, regions in members
-    ]
+    missing = any(r.tissue_fraction is None for _, regions in members for r in regions)
+    mask = _mask(path) if missing else None
+    return [(slot, [_fraction(r, mask) for r in regions]) for slot, regions in members]
+
+
+def _fraction(region: Region, mask: TissueMask | None) -> float | None:
+    if region.tissue_fraction is not None:
+        return region.tissue_fraction
+    return None if mask is None else mask.fraction(region.read)
 
 
 def _mask(path: str) -> TissueMask | None:

@@ -21,6 +21,9 @@ from giant.wsi.slide import Slide
 log = logging.getLogger(__name__)
 
 MASK_LONG_SIDE = 2048  # mask resolution: a 224 px patch of a 100k px slide still spans ~5 mask pixels
+# The crop tissue fractions' mask (recorded per crop by the episode, read by the run report): coarser
+# than the sampler's, as it is built once per slide of a job; benchmarks/report_tissue.py measures both.
+CROP_MASK_SIDE = 1024
 MIN_SATURATION = 20  # Otsu never goes below this (0..255): a slide of pure glass has no tissue
 SMALL_AREA = 1e-4  # specks and holes below this fraction of the mask area are removed / filled
 ATTEMPTS_PER_BOX = 200

@@ -126,9 +126,48 @@ def test_crop_mpp_and_tissue_from_the_slide(faulted: FaultedJob) -> None:
     )
 
 
-def test_tissue_masks_one_slide_at_a_time(faulted: FaultedJob, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each slide's mask is built once, however many item-runs share the slide, and is gone before the
-    next slide's is built: the report's memory does not grow with the slides of a job (issue 23)."""
+def without_recorded_tissue(job: Path, copy: Path) -> Path:
+    """A copy of `job` as written before episodes recorded each crop's tissue fraction."""
+    shutil.copytree(job, copy)
+    for path in copy.rglob(TRAJECTORY_FILE):
+        data = json.loads(path.read_text())
+        for region in data["regions"]:
+            region.pop("tissue_fraction", None)
+        path.write_text(json.dumps(data))
+    return copy
+
+
+def test_recorded_tissue_fractions_open_no_slide(
+    faulted: FaultedJob, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The episode records every crop's tissue fraction while its slide is open, on the mask the report
+    built from the slide before (issue 23): the report opens no slide, and the numbers are the same."""
+    old = {
+        (crop.run.record.slot, crop.number): crop.tissue
+        for crop in crops(gather(without_recorded_tissue(faulted.layout.out_dir, tmp_path / "old")).runs)
+    }
+
+    def no_slide(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the report opened a slide")
+
+    monkeypatch.setattr(navigation, "_mask", no_slide)
+    monkeypatch.setattr(Slide, "open", no_slide)
+    found = crops(gather(faulted.layout.out_dir).runs)
+    assert found and all(crop.region.tissue_fraction is not None for crop in found)
+    assert {(crop.run.record.slot, crop.number): crop.tissue for crop in found} == old
+    assert any(crop.tissue for crop in found)
+    for run in gather(faulted.layout.out_dir).runs:  # the overview carries none
+        if run.trajectory is not None and run.trajectory.regions:
+            assert run.trajectory.regions[0].tissue_fraction is None
+
+
+def test_tissue_masks_one_slide_at_a_time(
+    faulted: FaultedJob, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trajectories without recorded fractions: each slide's mask is built once, however many item-runs
+    share the slide, and is gone before the next slide's is built: the report's memory does not grow
+    with the slides of a job (issue 23)."""
+    job = without_recorded_tissue(faulted.layout.out_dir, tmp_path / "job")
     built: list[Path] = []
     alive: weakref.WeakSet[TissueMask] = weakref.WeakSet()
     most = 0
@@ -144,7 +183,7 @@ def test_tissue_masks_one_slide_at_a_time(faulted: FaultedJob, monkeypatch: pyte
 
     monkeypatch.setattr(TissueMask, "from_slide", tracked)
     monkeypatch.setattr(navigation, "MASK_THREADS", 1)
-    runs = gather(faulted.layout.out_dir).runs
+    runs = gather(job).runs
     found = crops(runs)
     slides = {crop.run.trajectory.slide_path for crop in found if crop.run.trajectory is not None}
     assert len(slides) == 2 and sorted(map(str, built)) == sorted(slides)  # 20 item-runs, 2 slides
@@ -161,6 +200,8 @@ def test_unknown_mpp_and_tissue_for_old_trajectories_and_moved_slides(
     for path in job.rglob(TRAJECTORY_FILE):
         data = json.loads(path.read_text())
         data.pop("slide_mpp")
+        for region in data["regions"]:
+            region.pop("tissue_fraction", None)
         data["slide_path"] = str(tmp_path / "gone" / Path(data["slide_path"]).name)
         path.write_text(json.dumps(data))
     write_report(job)
