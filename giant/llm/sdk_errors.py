@@ -21,7 +21,7 @@ from giant.retry import retry_after_s as read_retry_after
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{3,}|key-[A-Za-z0-9_\-*]{8,})")
 _MAX_MESSAGE = 400
 # Billing, not pacing: waiting will not help (OpenAI's 429 code; Anthropic's 400 on a spent balance).
-_QUOTA = re.compile(r"insufficient_quota|exceeded your current quota|credit balance is too low|billing", re.I)
+_QUOTA = re.compile(r"insufficient_quota|exceeded your current quota|credit balance is too low", re.I)
 # A request larger than the model's window (OpenAI, vLLM, Anthropic wordings).
 _CONTEXT = re.compile(
     r"context_length_exceeded|maximum context length|prompt is too long|context window", re.I
