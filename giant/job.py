@@ -115,12 +115,15 @@ def run_job(cfg: DictConfig) -> float | None:
 
     from giant.eval.resume import ResumeIndex, run_key
     from giant.eval.runner import run_eval
+    from giant.llm.config import SdkSettings
     from giant.llm.factory import build_provider
     from giant.llm.ledger import LEDGER_DIR, Ledger
     from giant.llm.pricing import Pricing
 
     located = check_slides(data, settings)  # before any MLflow run or provider call
-    ledger = Ledger(settings.paths.cache_dir / LEDGER_DIR, replay=settings.run.ledger)
+    # Only the SDK providers pay for calls, so only they keep them (and the trajectories link its images).
+    paid = isinstance(settings.provider, SdkSettings)
+    ledger = Ledger(settings.paths.cache_dir / LEDGER_DIR, replay=settings.run.ledger) if paid else None
     provider = build_provider(settings.provider, ledger=ledger)
     config_hash = settings.config_hash()
     key = run_key(config_hash, data.dataset_hash)
@@ -153,7 +156,7 @@ def run_job(cfg: DictConfig) -> float | None:
                 stop=stop,
                 dataset_defects=data.defects,
                 pricing=Pricing.load(settings.provider.pricing_file),
-                ledger=getattr(provider, "ledger", None),  # set on the SDK providers only
+                ledger=ledger,
                 located=located,
             )
         )

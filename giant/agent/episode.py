@@ -2,7 +2,8 @@
 
 Item-level problems (missing or unreadable slide, fatal provider error, exhausted retries, the
 per-item timeout) become a Status and a reason, never an exception: a batch run of 934 items must not
-stop at one bad slide.
+stop at one bad slide. The one exception that leaves is the run's own end (a stop request or a halt,
+giant.agent.limits.LimitExceeded with `ends_run`): the item is then not over, and keeps no trajectory.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from giant.agent.config import BaseAgentConfig
 from giant.agent.episode_state import EpisodeEnd, EpisodeState, compute_totals
 from giant.agent.images import ImageStore
+from giant.agent.limits import Limits, SharedLimits
 from giant.agent.modes import mode_of
 from giant.agent.trajectory import Trajectory
 from giant.atomic import write_atomic
@@ -36,10 +38,12 @@ async def run_episode(
     seed: int = 0,
     record_requests: bool = False,
     ledger: Ledger | None = None,
+    limits: SharedLimits | None = None,
 ) -> Trajectory:
     """Run one item under its mode (`cfg.mode`, a registered giant.agent.modes name); writes
     out_dir/trajectory.json and out_dir/<sha256>.jpg: hard links to the ledger's images when the
-    provider keeps its calls in `ledger` (the images it is sent are then on disk once)."""
+    provider keeps its calls in `ledger` (the images it is sent are then on disk once). `limits` are
+    the run's, checked with the item budget before every call (giant.agent.limits)."""
     mode = mode_of(cfg)
     started = time.monotonic()
     slide_path = Path(slide_path)
@@ -67,7 +71,17 @@ async def run_episode(
                 traj.slide_width, traj.slide_height = slide.width, slide.height
                 traj.slide_mpp = slide.mpp_x
                 store = ImageStore(out_dir, ledger)
-                ep = EpisodeState(item, slide, provider, cfg, traj, store, seed=seed, record_path=record_path)
+                ep = EpisodeState(
+                    item,
+                    slide,
+                    provider,
+                    cfg,
+                    traj,
+                    store,
+                    seed=seed,
+                    record_path=record_path,
+                    limits=Limits(cfg.item_budget_usd, limits),
+                )
                 await mode.run(ep)
     except EpisodeEnd as end:
         traj.status, traj.reason = end.status, end.reason

@@ -12,10 +12,11 @@ import logging
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar, runtime_checkable
+from typing import Generic, TypeVar
 
 from giant.agent.config import BaseAgentConfig
 from giant.agent.images import ImageStore, Rendered
+from giant.agent.limits import LimitExceeded, Limits
 from giant.agent.trajectory import Call, Region, Trajectory, TrajectoryTotals, error_kind
 from giant.core import TRANSIENT_CAUSES, Box, Item, Status
 from giant.llm.types import (
@@ -69,13 +70,6 @@ class RetryCounter:
             raise EpisodeEnd(status, f"{len(self.streak)} consecutive failures: " + "; ".join(self.streak))
 
 
-@runtime_checkable
-class Reserving(Protocol):
-    """A provider that can tell a request's expected cost before it is sent (giant.eval.budget)."""
-
-    def reservation_usd(self, conversation: Conversation) -> float | None: ...
-
-
 C = TypeVar("C", bound=BaseAgentConfig, covariant=True)  # a mode may read its state as its base's
 
 
@@ -94,6 +88,7 @@ class EpisodeState(Generic[C]):
         *,
         seed: int,
         record_path: str | None,
+        limits: Limits,
     ) -> None:
         self.item = item
         self.slide = slide
@@ -103,11 +98,11 @@ class EpisodeState(Generic[C]):
         self.store = store
         self.seed = seed
         self.record_path = record_path
+        self.limits = limits
         self.steps = 0  # actions executed: crops, notes and the answer (failed calls do not count)
         self.crops = 0  # regions shown besides the overview
         self._next_index = 1
         self._pending: dict[int, int] = {}  # call index -> attempt, for calls cut by the timeout
-        self._last_reservation = 0.0  # the expected cost of the latest call, for budget_reached
         # The slide's tissue mask for crop fractions: built once, on the first crop (None: not yet;
         # False: the slide could not give one).
         self._tissue: TissueMask | bool | None = None
@@ -127,39 +122,13 @@ class EpisodeState(Generic[C]):
     def spent_usd(self) -> float:
         return sum(call.usage.cost_usd or 0.0 for call in self.traj.calls)
 
-    def reservation(self, conversation: Conversation) -> float:
-        """A call's expected cost: the provider's estimate when it has one (the runner's budget
-        wrapper), else the mean cost of this episode's calls so far."""
-        if isinstance(self.provider, Reserving):
-            estimate = self.provider.reservation_usd(conversation)
-            if estimate is not None:
-                return estimate
-        return self._mean_cost()
-
     def _mean_cost(self) -> float:
         costs = [call.usage.cost_usd or 0.0 for call in self.traj.calls]
         return sum(costs) / len(costs) if costs else 0.0
 
     def budget_reached(self) -> bool:
-        """True when the item budget leaves room for one more call but not two: the next call must
-        be the answer."""
-        budget = self.cfg.item_budget_usd
-        if budget is None:
-            return False
-        expected = max(self._last_reservation, self._mean_cost())
-        return self.spent_usd() + 2 * expected > budget + 1e-9
-
-    def _check_item_budget(self, conversation: Conversation, index: int) -> None:
-        """Stop before the call that would pass the item budget, not after it."""
-        budget = self.cfg.item_budget_usd
-        self._last_reservation = reserve = self.reservation(conversation)
-        spent = self.spent_usd()
-        if budget is not None and spent + reserve > budget + 1e-9:
-            raise EpisodeEnd(
-                "budget_exceeded",
-                f"stopped before call {index}: ${spent:.4f} spent + ~${reserve:.4f} for the call would pass "
-                f"the ${budget:g} item budget (agent.item_budget_usd)",
-            )
+        """True when the item budget leaves room for one more call but not two (giant.agent.limits)."""
+        return self.limits.item_budget_reached(self.spent_usd(), self._mean_cost())
 
     async def call(
         self,
@@ -173,8 +142,8 @@ class EpisodeState(Generic[C]):
         """One provider call, recorded. Returns the turn, or None after an error the model may do
         better on next time (a parse error, a refusal); a fatal provider error ends the episode, and so
         does a transient one (rate limit, 5xx, connection), which the provider's retry layer has
-        already sent again; so does the item budget when this call would pass it."""
-        self._check_item_budget(conversation, self._next_index)
+        already sent again; so does a budget (the item's or the run's) that refuses the call. A stop or
+        a halt (LimitExceeded.ends_run) leaves the episode as it is: the run ends, not the item."""
         index = self._next_index
         self._next_index += 1
         self._pending[index] = attempt
@@ -193,7 +162,14 @@ class EpisodeState(Generic[C]):
         )
         started = time.monotonic()
         try:
-            turn = await self.provider.next_turn(conversation, ctx)
+            turn = await self.limits.call(
+                self.provider, conversation, ctx, spent_usd=self.spent_usd(), mean_usd=self._mean_cost()
+            )
+        except LimitExceeded as exc:
+            self._pending.pop(index, None)  # never sent
+            if exc.ends_run:
+                raise
+            raise EpisodeEnd("budget_exceeded", exc.reason) from None
         except ProviderError as exc:
             usage = exc.usage or Usage(cost_usd=0.0)  # no usage reported: the call was not billed
             if not usage.latency_s:

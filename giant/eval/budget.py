@@ -20,11 +20,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from giant.agent.episode_state import EpisodeEnd
+from giant.agent.limits import LimitExceeded
 from giant.eval.dryrun import OUTPUT_TOKENS_PER_CALL
 from giant.llm.pricing import Pricing
 from giant.llm.runtime import estimate_tokens
-from giant.llm.types import CallContext, Conversation, ModelTurn, Provider, ProviderError
+from giant.llm.types import Conversation
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +85,11 @@ class RunBudget:
         self.enforced = True
         self._settled = asyncio.Event()
 
+    def expected_usd(self, conversation: Conversation) -> float | None:
+        """A call's whole reservation, so the item budget is checked against the same figure; None
+        once a call without a price has switched the budget off."""
+        return self.pricer.reservation(conversation)[0] if self.enforced else None
+
     def exhausted(self) -> bool:
         return bool(self.refusal) or (
             self.limit is not None and self.enforced and self.spent >= self.limit - _EPSILON
@@ -100,7 +105,7 @@ class RunBudget:
 
     async def hold(self, conversation: Conversation) -> Hold:
         """Reserve a call's expected cost, waiting for calls in flight to settle while it does not fit;
-        EpisodeEnd("budget_exceeded") when it cannot fit."""
+        LimitExceeded("budget") when it cannot fit."""
         amount, input_part = self.pricer.reservation(conversation)
         if self.limit is not None and self.enforced:
             while not self._fits(amount):
@@ -111,9 +116,7 @@ class RunBudget:
                         f"(~${amount:.4f}) would pass it"
                     )
                     self.refusal = self.refusal or reason
-                    raise EpisodeEnd(
-                        "budget_exceeded", f"{reason}; rerun with a larger budget_usd to continue"
-                    )
+                    raise LimitExceeded("budget", f"{reason}; rerun with a larger budget_usd to continue")
                 await self._settled.wait()
                 amount, input_part = self.pricer.reservation(conversation)  # the mean may have moved
         self.reserved += amount
@@ -135,32 +138,3 @@ class RunBudget:
             self._note_cap()
         self._settled.set()
         self._settled = asyncio.Event()
-
-
-class BudgetedProvider:
-    """The provider behind the run budget: every call of every mode reserves, then settles. It also
-    tells the episode a call's expected cost, so the item budget is checked before the call too."""
-
-    def __init__(self, provider: Provider, budget: RunBudget) -> None:
-        self.inner = provider
-        self.name = provider.name
-        self.model = provider.model
-        self.budget = budget
-
-    def reservation_usd(self, conversation: Conversation) -> float | None:
-        if not self.budget.enforced:
-            return None
-        return self.budget.pricer.reservation(conversation)[0]
-
-    async def next_turn(self, conversation: Conversation, ctx: CallContext) -> ModelTurn:
-        hold = await self.budget.hold(conversation)
-        cost: float | None = 0.0  # cut (timeout, stop) before it returned: no usage to count
-        try:
-            turn = await self.inner.next_turn(conversation, ctx)
-            cost = turn.usage.cost_usd
-            return turn
-        except ProviderError as exc:
-            cost = exc.usage.cost_usd if exc.usage is not None else 0.0
-            raise
-        finally:
-            self.budget.settle(hold, cost, model=self.model)

@@ -6,8 +6,9 @@ computed from results.jsonl alone (giant.eval.summarize), whether the run finish
 or was interrupted.
 
 A stop request (giant.interrupt: SIGTERM, a SLURM time limit) starts no new item and no new provider
-call; episodes whose call is in flight get `stop_grace_s` to finish it, then are cancelled. A cancelled
-item-run writes no result line, so the resumed run starts it again.
+call (giant.eval.limits); episodes whose call is in flight get `stop_grace_s` to finish it, then are
+cancelled. An item-run cut by the stop (or a halt) writes no result line, so the resumed run starts
+it again.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from giant.agent import run_episode
 from giant.agent.config import AgentConfig
+from giant.agent.limits import LimitExceeded
 from giant.agent.trajectory import Trajectory
 from giant.atomic import write_atomic
 from giant.config import RunOptions
@@ -31,8 +33,9 @@ from giant.core import Item
 from giant.data.defects import Defect
 from giant.data.slides import Located, SlideLocation, SlideMissingError, locate_all
 from giant.errors import ConfigError
-from giant.eval.budget import BudgetedProvider, CallPricer, RunBudget
-from giant.eval.causes import FATAL_CAUSES, FIXES, CircuitBreaker, Halt, fatal_reason, trajectory_cause
+from giant.eval.budget import CallPricer, RunBudget
+from giant.eval.causes import FIXES, CircuitBreaker, Halt, trajectory_cause
+from giant.eval.limits import RunLimits
 from giant.eval.progress import Progress
 from giant.eval.provenance import build_provenance
 from giant.eval.rescore import rescore_records
@@ -52,7 +55,7 @@ from giant.interrupt import StopRequest
 from giant.job_layout import JobLayout, trajectory_dir
 from giant.llm.ledger import Ledger
 from giant.llm.pricing import Pricing
-from giant.llm.types import CallContext, Conversation, ModelTurn, Provider, ProviderError
+from giant.llm.types import Provider
 
 # After a stop request, how long calls already in flight may take to return: an answer that arrives
 # in time is kept, anything else is cancelled (below docker's 10 s and SLURM's signal_delay_s).
@@ -84,53 +87,8 @@ def check_items(items: Sequence[Item]) -> tuple[str, str]:
     return "+".join(benchmarks), metrics.pop()
 
 
-class _Gated:
-    """The provider behind the run's gate. After a stop request or a halt no new call starts: the
-    refused call cancels its own episode (CancelledError), which the worker leaves unrecorded, so a
-    rerun starts it again.
-
-    Until one call has come back from the server with a reply, calls go one at a time: a refused key,
-    an unknown model or a used-up quota then costs one request, not one per concurrent item. A fatal
-    cause at any call halts the run at once."""
-
-    def __init__(self, provider: Provider, stop: StopRequest, halt: Halt) -> None:
-        self.inner = provider
-        self.name = provider.name
-        self.model = provider.model
-        self.stop = stop
-        self.halt = halt
-        self._proven = False  # a reply came from the server: the key, model and quota work
-        self._probe = asyncio.Lock()
-
-    def _check(self) -> None:
-        if self.stop.requested or self.halt:
-            raise asyncio.CancelledError
-
-    async def next_turn(self, conversation: Conversation, ctx: CallContext) -> ModelTurn:
-        self._check()
-        if self._proven:
-            return await self._call(conversation, ctx)
-        async with self._probe:
-            self._check()
-            if not self._proven:
-                return await self._call(conversation, ctx)
-        return await self._call(conversation, ctx)  # proven while this call waited: no longer one at a time
-
-    async def _call(self, conversation: Conversation, ctx: CallContext) -> ModelTurn:
-        try:
-            turn = await self.inner.next_turn(conversation, ctx)
-        except ProviderError as exc:
-            if exc.cause in FATAL_CAUSES:
-                self.halt.trip(fatal_reason(exc.cause, str(exc)), exc.cause)
-            elif exc.cause is None:  # the server answered (a reply the model got wrong)
-                self._proven = True
-            raise
-        self._proven = self._proven or not turn.usage.replayed  # a ledger replay proves nothing
-        return turn
-
-
 async def _cut_after_grace(
-    stop: StopRequest, episodes: set[asyncio.Task[ResultRecord]], grace_s: float
+    stop: StopRequest, episodes: set[asyncio.Task[ResultRecord | None]], grace_s: float
 ) -> None:
     """Once a stop is requested, cancel the episodes still running after `grace_s` seconds."""
     await stop.wait()
@@ -211,8 +169,8 @@ async def run_eval(
     stop = stop if stop is not None else StopRequest()
     halt = Halt()
     breaker = CircuitBreaker(run.breaker_after)
-    gated = BudgetedProvider(_Gated(provider, stop, halt), budget)
-    episodes: set[asyncio.Task[ResultRecord]] = set()
+    limits = RunLimits(budget, stop, halt)
+    episodes: set[asyncio.Task[ResultRecord | None]] = set()
     stopped = ""
     with ResultsWriter(results_path) as writer, progress:
         for item, k in skipped:
@@ -224,19 +182,20 @@ async def run_eval(
             while pending and not stop.requested and not halt and not budget.exhausted():
                 item, k = pending.popleft()
                 episode = asyncio.create_task(
-                    _run_one(item, k, slides[item.key], gated, agent, run, out_dir, ledger)
+                    _run_one(item, k, slides[item.key], provider, limits, agent, run, out_dir, ledger)
                 )
                 episodes.add(episode)
                 try:
                     record = await episode
                 except asyncio.CancelledError:
                     this = asyncio.current_task()
-                    cut = stop.requested or halt
-                    if cut and episode.cancelled() and this is not None and not this.cancelling():
-                        return  # cut by the stop or halt: no result line, the resumed run starts it again
+                    if stop.requested and episode.cancelled() and this is not None and not this.cancelling():
+                        return  # cut after the stop's grace period: no result line, as below
                     raise
                 finally:
                     episodes.discard(episode)
+                if record is None:
+                    return  # cut by the stop or halt: no result line, the resumed run starts it again
                 if record.status == "budget_exceeded" and not record.calls and budget.refusal:
                     pending.append((item, k))  # the run budget refused its first call: never started
                     if record.trajectory:
@@ -338,11 +297,13 @@ async def _run_one(
     run_index: int,
     slide: Path | Exception,
     provider: Provider,
+    limits: RunLimits,
     agent: AgentConfig,
     run: RunOptions,
     out_dir: Path,
     ledger: Ledger | None,
-) -> ResultRecord:
+) -> ResultRecord | None:
+    """The item-run's result line; None when the run's stop or halt cut it (giant.agent.limits)."""
     if isinstance(slide, Exception):
         return _problem_record(item, run_index, run, slide)
     rel = trajectory_dir(item.key, run_index)
@@ -361,7 +322,10 @@ async def _run_one(
             seed=item_seed(run.seed, item.key, run_index),
             record_requests=run.record_requests,
             ledger=ledger,
+            limits=limits,
         )
+    except LimitExceeded:  # only a stop or a halt leaves run_episode: the run ends, not the item
+        return None
     except Exception as exc:  # a bug in the episode must not lose the item or stop the run
         reason = f"run_episode raised {type(exc).__name__}: {exc}"
         return _record(item, run_index, run, status=RUNNER_ERROR, reason=reason)

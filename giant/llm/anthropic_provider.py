@@ -24,6 +24,7 @@ from giant.llm.caching import anthropic_breakpoints
 from giant.llm.config import AnthropicSettings
 from giant.llm.decode import Decoded, decode_step, decode_tool_call, json_objects, step_value
 from giant.llm.image_tokens import anthropic_pixels
+from giant.llm.ledger import Ledger
 from giant.llm.runtime import count
 from giant.llm.schema import (
     TOOL_ONLY_REASONING,
@@ -63,8 +64,10 @@ class AnthropicProvider(SdkProvider[AnthropicSettings]):
     image_tokens = staticmethod(anthropic_pixels)
     cache_rule = staticmethod(anthropic_breakpoints)
 
-    def __init__(self, cfg: AnthropicSettings, *, http_client: Any = None) -> None:
-        super().__init__(cfg)
+    def __init__(
+        self, cfg: AnthropicSettings, *, http_client: Any = None, ledger: Ledger | None = None
+    ) -> None:
+        super().__init__(cfg, ledger=ledger)
         self.client = anthropic.AsyncAnthropic(api_key=self._key, **client_options(cfg, http_client))
 
     def __repr__(self) -> str:

@@ -43,10 +43,4 @@ def build_provider(cfg: ProviderConfig, *, http_client: Any = None, ledger: Ledg
     """`http_client` (an httpx2.AsyncClient) lets tests drive the real SDKs through a mock transport.
     `ledger` keeps (and replays) the paid replies of the SDK providers; the offline ones cost nothing."""
     check_credentials(cfg)
-    provider = provider_class(cfg.name)(cfg, http_client=http_client)
-    if ledger is not None and isinstance(cfg, SdkSettings):
-        from giant.llm.sdk_provider import SdkProvider
-
-        assert isinstance(provider, SdkProvider)
-        provider.ledger = ledger
-    return provider
+    return provider_class(cfg.name)(cfg, http_client=http_client, ledger=ledger)

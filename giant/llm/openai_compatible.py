@@ -17,6 +17,7 @@ from giant.llm.caching import no_caching
 from giant.llm.config import OpenAICompatibleSettings
 from giant.llm.decode import decode_step
 from giant.llm.image_tokens import openai_high_detail
+from giant.llm.ledger import Ledger
 from giant.llm.schema import offered_actions, step_schema, step_to_data
 from giant.llm.sdk_provider import SdkProvider, client_options
 from giant.llm.types import (
@@ -41,8 +42,10 @@ class OpenAICompatibleProvider(SdkProvider[OpenAICompatibleSettings]):
     image_tokens = staticmethod(openai_high_detail)
     cache_rule = staticmethod(no_caching)  # billing of cached input unknown: counted as plain input
 
-    def __init__(self, cfg: OpenAICompatibleSettings, *, http_client: Any = None) -> None:
-        super().__init__(cfg)
+    def __init__(
+        self, cfg: OpenAICompatibleSettings, *, http_client: Any = None, ledger: Ledger | None = None
+    ) -> None:
+        super().__init__(cfg, ledger=ledger)
         self.client = openai.AsyncOpenAI(api_key=self._key or NO_KEY, **client_options(cfg, http_client))
 
     def __repr__(self) -> str:

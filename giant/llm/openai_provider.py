@@ -23,6 +23,7 @@ from giant.llm.caching import openai_prefix
 from giant.llm.config import OpenAISettings
 from giant.llm.decode import decode_step, decode_tool_call
 from giant.llm.image_tokens import openai_high_detail
+from giant.llm.ledger import Ledger
 from giant.llm.runtime import count
 from giant.llm.schema import (
     TOOL_ONLY_REASONING,
@@ -60,8 +61,8 @@ class OpenAIProvider(SdkProvider[OpenAISettings]):
     image_tokens = staticmethod(openai_high_detail)
     cache_rule = staticmethod(openai_prefix)
 
-    def __init__(self, cfg: OpenAISettings, *, http_client: Any = None) -> None:
-        super().__init__(cfg)
+    def __init__(self, cfg: OpenAISettings, *, http_client: Any = None, ledger: Ledger | None = None) -> None:
+        super().__init__(cfg, ledger=ledger)
         self.client = openai.AsyncOpenAI(api_key=self._key, **client_options(cfg, http_client))
 
     def __repr__(self) -> str:

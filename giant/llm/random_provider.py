@@ -15,6 +15,7 @@ from giant.core import AnswerSpace
 from giant.llm.caching import no_caching
 from giant.llm.config import RandomSettings
 from giant.llm.image_tokens import openai_high_detail
+from giant.llm.ledger import Ledger
 from giant.llm.types import AnswerAction, CallContext, Conversation, CropAction, ModelTurn, Step, Usage
 
 
@@ -47,7 +48,7 @@ class RandomProvider:
     image_tokens = staticmethod(openai_high_detail)
     cache_rule = staticmethod(no_caching)
 
-    def __init__(self, cfg: RandomSettings, *, http_client: Any = None) -> None:
+    def __init__(self, cfg: RandomSettings, *, http_client: Any = None, ledger: Ledger | None = None) -> None:
         self.model = cfg.model
         self.seed = cfg.seed
 

@@ -20,6 +20,7 @@ from giant.errors import ConfigError
 from giant.llm.caching import no_caching
 from giant.llm.config import ScriptedSettings
 from giant.llm.image_tokens import openai_high_detail
+from giant.llm.ledger import Ledger
 from giant.llm.types import (
     CallContext,
     Conversation,
@@ -98,7 +99,9 @@ class ScriptedProvider:
     image_tokens = staticmethod(openai_high_detail)
     cache_rule = staticmethod(no_caching)
 
-    def __init__(self, cfg: ScriptedSettings, *, http_client: Any = None) -> None:
+    def __init__(
+        self, cfg: ScriptedSettings, *, http_client: Any = None, ledger: Ledger | None = None
+    ) -> None:
         self.model = cfg.model
         self.path = cfg.script
         self.lines = load_script(cfg.script)

@@ -42,10 +42,10 @@ class SdkProvider(ABC, Generic[S]):
     request needs from a reply travels in the conversation (`ModelTurn.reasoning`)."""
 
     name: str  # set by each subclass; also the provider label in errors and records
-    ledger: Ledger | None = None  # set by giant.llm.factory.build_provider: kept replies, replayed
 
-    def __init__(self, cfg: S) -> None:
+    def __init__(self, cfg: S, *, ledger: Ledger | None = None) -> None:
         self.cfg = cfg
+        self.ledger = ledger  # where paid replies are kept, and replayed from (None: every call is sent)
         self.model = cfg.model
         self.runtime = CallRuntime(cfg, provider=self.name)
         self._key = os.environ.get(cfg.api_key_env, "") if cfg.api_key_env else ""

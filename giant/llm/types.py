@@ -260,8 +260,9 @@ class ProviderClass(Protocol):
 
     image_formula: ClassVar[str]  # the name of its image-token formula, shown in the dry run
 
-    def __call__(self, cfg: Any, *, http_client: Any = None) -> Provider:
-        """Offline providers accept and ignore `http_client` so every provider is built alike."""
+    def __call__(self, cfg: Any, *, http_client: Any = None, ledger: Any = None) -> Provider:
+        """Offline providers accept and ignore `http_client` and `ledger` (a giant.llm.ledger.Ledger:
+        they pay for nothing, so keep nothing) so every provider is built alike."""
         ...
 
     def image_tokens(self, width: int, height: int) -> int:
