@@ -1,13 +1,15 @@
 """A comparison as files: markdown, LaTeX (booktabs) and CSV tables, and one self-contained HTML
-page (inline style and script, links only to the trajectory pages copied beside it)."""
+page (giant/templates/compare.html: inline style and script, links only to the trajectory pages copied
+beside it)."""
 
 from __future__ import annotations
 
 import csv
-import html
 import io
 
+from giant import pages
 from giant.compare.pairs import Comparison, Flip, PairResult
+from giant.pages import Link
 from giant.tracking.published import TASK_TITLES
 from giant.tracking.tables import MISSING, latex_escape
 
@@ -245,97 +247,50 @@ def flips_csv(comparison: Comparison) -> str:
 
 # ----------------------------------------------------------------------------- HTML
 
-_STYLE = """
-body{font:14px/1.45 system-ui,sans-serif;margin:1.5rem;color:#222;max-width:1400px}
-table{border-collapse:collapse;margin:.5rem 0 1.2rem}th,td{border:1px solid #ccc;padding:.25rem .5rem;
-text-align:left;vertical-align:top}th{background:#f2f2f2}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.clear{background:#e6f4e6}.note{color:#555}.flip-rw{color:#a00}.flip-wr{color:#070}
-label{margin-right:1rem}
-"""
-
-_SCRIPT = """
-(function(){
-  var select=document.getElementById('direction');
-  function apply(){
-    var want=select.value, shown=0;
-    document.querySelectorAll('tr.flip').forEach(function(row){
-      var ok=want==='all'||row.dataset.direction===want;
-      row.hidden=!ok; if(ok){shown++;}
-    });
-    document.getElementById('shown').textContent=String(shown);
-  }
-  select.addEventListener('change',apply); apply();
-})();
-"""
-
-
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def _table(header: list[str], rows: list[list[str]], *, row_attrs: list[str] | None = None) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in header)
-    body = []
-    for i, row in enumerate(rows):
-        attrs = row_attrs[i] if row_attrs else ""
-        body.append(f"<tr{attrs}>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
 
 def to_html(comparison: Comparison) -> str:
-    """One page: the runs, per task the pairs (a row whose interval excludes zero is shaded), the
-    notes, and the flipped items with a filter by direction."""
+    """One page (giant/templates/compare.html): the runs, per task the pairs (a row whose interval
+    excludes zero is shaded), the notes, and the flipped items with a filter by direction."""
     header, rows = _run_rows(comparison)
-    parts = [
-        "<h1>Paired comparison</h1>",
-        "<h2>Runs</h2>",
-        _table(header, [[_e(c) for c in r] for r in rows]),
-    ]
+    tasks = []
     for task in _tasks(comparison):
         pairs = [p for p in comparison.pairs if p.task == task]
-        parts.append(f"<h2>{_e(_title(task))} ({_e(pairs[0].metric_name)})</h2>")
-        attrs = [' class="clear"' if p.difference.excludes_zero else "" for p in pairs]
-        parts.append(_table(PAIR_COLUMNS, [[_e(c) for c in _pair_cells(p)] for p in pairs], row_attrs=attrs))
-    if comparison.single:
-        parts.append(f"<p>Only one run of: {_e(', '.join(_title(t) for t in comparison.single))}.</p>")
+        tasks.append(
+            {
+                "title": _title(task),
+                "metric": pairs[0].metric_name,
+                "rows": [_pair_cells(p) for p in pairs],
+                "classes": ["clear" if p.difference.excludes_zero else "" for p in pairs],
+            }
+        )
+    flips = [
+        {
+            "task": _title(pair.task),
+            "pair": f"{pair.a} vs {pair.b}",
+            "key": flip.key,
+            "direction": flip.direction,
+            "class": "flip-rw" if flip.right_in == "A" else "flip-wr",
+            "truth": flip.truth,
+            "answer_a": _answer(flip.label_a, flip.answer_a, flip.status_a),
+            "answer_b": _answer(flip.label_b, flip.answer_b, flip.status_b),
+            "question": _short(flip.question),
+            "links": [Link(pair.a, flip.link_a), Link(pair.b, flip.link_b)],
+        }
+        for pair in comparison.pairs
+        for flip in pair.flips
+    ]
     notes = [
         *comparison.notes,
         f"Paired bootstrap: {comparison.replicates} replicates, seed {comparison.seed}.",
         "A shaded pair: its 95% interval of the difference excludes zero.",
     ]
-    parts.append('<ul class="note">' + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
-    flips = [(pair, flip) for pair in comparison.pairs for flip in pair.flips]
-    parts.append(f'<h2>Flipped items (<span id="shown">{len(flips)}</span> of {len(flips)} shown)</h2>')
-    parts.append(
-        '<label>Show <select id="direction"><option value="all">all</option>'
-        '<option value="right -> wrong">right -&gt; wrong (A right, B wrong)</option>'
-        '<option value="wrong -> right">wrong -&gt; right (A wrong, B right)</option></select></label>'
-    )
-    flip_rows, flip_attrs = [], []
-    for pair, flip in flips:
-        cls = "flip-rw" if flip.right_in == "A" else "flip-wr"
-        links = " ".join(
-            f'<a href="{_e(target)}">{_e(letter)}</a>' if target else f"{_e(letter)}: -"
-            for letter, target in ((pair.a, flip.link_a), (pair.b, flip.link_b))
-        )
-        flip_rows.append(
-            [
-                _e(_title(pair.task)),
-                _e(f"{pair.a} vs {pair.b}"),
-                _e(flip.key),
-                f'<span class="{cls}">{_e(flip.direction)}</span>',
-                _e(flip.truth),
-                _e(_answer(flip.label_a, flip.answer_a, flip.status_a)),
-                _e(_answer(flip.label_b, flip.answer_b, flip.status_b)),
-                _e(_short(flip.question)),
-                links,
-            ]
-        )
-        flip_attrs.append(f' class="flip" data-direction="{_e(flip.direction)}"')
-    cols = ["task", "pair", "item", "flip", "truth", "A answer", "B answer", "question", "trajectories"]
-    parts.append(_table(cols, flip_rows, row_attrs=flip_attrs))
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,">'
-        "<title>giant: paired comparison</title>"
-        f"<style>{_STYLE}</style></head><body>{''.join(parts)}<script>{_SCRIPT}</script></body></html>\n"
+    return pages.render(
+        "compare.html",
+        title="giant: paired comparison",
+        runs={"head": header, "rows": rows},
+        pair_columns=PAIR_COLUMNS,
+        tasks=tasks,
+        single=", ".join(_title(t) for t in comparison.single),
+        notes=notes,
+        flips=flips,
     )

@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
 from giant.agent import run_episode
-from giant.agent.modes.navigation import GiantConfig
-from giant.agent.modes.random_regions import RandomRegionsConfig
+from giant.agent.config import parse_agent
 from giant.agent.trajectory import Call, Region, Trajectory
 from giant.core import Box, Item
 from giant.eval.results import ResultRecord, ResultsWriter
@@ -62,7 +62,7 @@ def scripted_episode(slide: Path, out: Path, tmp_path: Path) -> Trajectory:
         truth=2,
         metric="accuracy",
     )
-    cfg = GiantConfig(max_steps=5, crop_size=500)
+    cfg = parse_agent({"mode": "giant", "max_steps": 5, "crop_size": 500})
     return asyncio.run(run_episode(item, slide, provider, cfg, out_dir=out))
 
 
@@ -94,7 +94,7 @@ def test_page_of_a_real_episode(slide: Path, tmp_path: Path) -> None:
 
     # Model text is escaped everywhere (the one script is the page's own); verdict and truth are shown.
     assert page.count("<script>") == 1 and f"<script>{MLFLOW_IMAGES}</script>" in page
-    assert page.count("&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; &quot;quoted&quot;") == 3
+    assert page.count(escape(HOSTILE)) == 3  # as Jinja2's autoescape writes it
     assert '<span class="ok">correct</span>' in page and "answered" in page
 
 
@@ -177,7 +177,7 @@ def test_patch_answers_are_shown_per_patch(tmp_path: Path) -> None:
         }
     )
     page = render_html(traj, tmp_path, label="3 (patch_vote)")
-    assert "patch 1: {&quot;answer&quot;: 3}\npatch 2: (no answer)\npatch 3: &lt;b&gt;" in page
+    assert escape('patch 1: {"answer": 3}\npatch 2: (no answer)\npatch 3: <b>') in page
 
 
 def test_truth_and_verdict_come_from_the_runs_results(tmp_path: Path) -> None:
@@ -241,7 +241,15 @@ def test_regions_sent_with_the_overview_are_numbered(slide: Path, tmp_path: Path
         truth=1,
         metric="accuracy",
     )
-    cfg = RandomRegionsConfig(max_steps=4, crop_size=500, region_min_side=400, region_min_tissue=0)
+    cfg = parse_agent(
+        {
+            "mode": "random_regions",
+            "max_steps": 4,
+            "crop_size": 500,
+            "region_min_side": 400,
+            "region_min_tissue": 0,
+        }
+    )
     out = tmp_path / "rr"
     traj = asyncio.run(run_episode(item, slide, provider, cfg, out_dir=out, seed=1))
     extra = [r for r in traj.regions[1:] if r.call_index == 0]
