@@ -37,7 +37,7 @@ from giant.data.check import SlideRow, check_slides, first_lines
 from giant.data.slides import layout_counts
 from giant.eval.forecast import PilotForecast, pilot_forecast
 from giant.job_layout import DRY_RUN_FILE, JobLayout
-from giant.llm.caching import CacheSplit, Request, Segment, every_prefix_cached
+from giant.llm.caching import Block, BreakpointRule, CacheSplit, Request, Segment, every_prefix_cached
 from giant.llm.config import ProviderSettings
 from giant.llm.factory import provider_class
 from giant.llm.pricing import Pricing
@@ -206,7 +206,7 @@ def estimate_cost(
         system_tokens = system // CHARS_PER_TOKEN  # the question gets the rest of the rounded total
         text = (system_tokens, (len(item.prompt) + system) // CHARS_PER_TOKEN - system_tokens)
         if text not in per_text:
-            requests = item_requests(plan, *text, per_image)
+            requests = item_requests(plan, *text, per_image, provider_cls.cache_breakpoints)
             splits = (
                 [CacheSplit(0, 0)] * len(requests),
                 provider_cls.cache_rule(requests, enabled, model),
@@ -238,28 +238,27 @@ def estimate_cost(
     )
 
 
-def item_requests(plan: CallPlan, system_tokens: int, question_tokens: int, per_image: int) -> list[Request]:
+def item_requests(
+    plan: CallPlan, system_tokens: int, question_tokens: int, per_image: int, breakpoints: BreakpointRule
+) -> list[Request]:
     """The input of each call of one item-run, segment by segment. Navigation: call t resends the
     system prompt, the question, images 1..t and answers 1..t-1, its newest message being image t
     (at t = 1 the question with the thumbnail); otherwise each call is system, question and its own
-    image. The breakpoints are where the Anthropic provider places cache_control: the system prompt,
-    the previous call's newest message and this call's, unless this call must answer (the last of a
-    navigation, every call of a one-shot mode)."""
-    head = (Segment("system", system_tokens, breakpoint=True), Segment("question", question_tokens))
+    image. The breakpoints are where the provider's own rule (`cache_breakpoints` on its class) puts
+    them in such a request; every call of a one-shot mode and the last of a navigation must answer."""
     requests = []
     for t in range(1, plan.calls + 1):
+        first_image = 1 if plan.conversation else t
+        blocks = [Block(0, "user", "text"), Block(0, "user", "image")]
+        body = [Segment("question", question_tokens), Segment(f"image {first_image}", per_image)]
         if plan.conversation:
-            body: list[Segment] = []
-            for i in range(1, t + 1):
-                if i > 1:
-                    body.append(Segment(f"answer {i - 1}", OUTPUT_TOKENS_PER_CALL))
-                body.append(
-                    Segment(f"image {i}", per_image, breakpoint=i == t - 1 or (i == t and t < plan.calls))
-                )
-            newest = 1 if t == 1 else len(head) + len(body) - 1
-        else:
-            body, newest = [Segment(f"image {t}", per_image)], 1
-        requests.append(Request((*head, *body), newest))
+            for i in range(2, t + 1):
+                blocks += [Block(2 * i - 3, "assistant", "text"), Block(2 * i - 2, "user", "image")]
+                body += [Segment(f"answer {i - 1}", OUTPUT_TOKENS_PER_CALL), Segment(f"image {i}", per_image)]
+        newest = 1 if len(body) == 2 else len(body)  # the system prompt comes first
+        marks = breakpoints(blocks, plan.conversation and t < plan.calls)
+        marked = [segment._replace(breakpoint=n in marks.blocks) for n, segment in enumerate(body)]
+        requests.append(Request((Segment("system", system_tokens, marks.system), *marked), newest))
     return requests
 
 

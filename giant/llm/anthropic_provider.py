@@ -7,7 +7,7 @@ tools: the authors' protocol, slide_zoom/note tools and the answer as text; only
 of a turn is executed (paper_facts §1).
 Prompt caching: the tools, tool_choice, thinking settings and system prompt are the same at every
 call of an item (a demanded answer is asked for in the message, schema.offered_actions), so the
-prefix only grows. Where the cache_control breakpoints go (at most 4) is `_mark_breakpoints`.
+prefix only grows. Where the cache_control breakpoints go (at most 4) is `cache_breakpoints`.
 Thinking blocks and their signatures must be re-sent unmodified before the tool_use they led to: they
 ride in the conversation as the turn's `Reasoning` parts (the instance keeps nothing per episode);
 audit records keep only the length of a signature.
@@ -16,11 +16,12 @@ audit records keep only the length of a signature.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import anthropic
 
-from giant.llm.caching import anthropic_breakpoints
+from giant.llm.caching import Block, Marks, anthropic_breakpoints
 from giant.llm.config import AnthropicSettings
 from giant.llm.decode import Decoded, decode_step, decode_tool_call, json_objects, step_value
 from giant.llm.image_tokens import anthropic_pixels
@@ -63,6 +64,39 @@ class AnthropicProvider(SdkProvider[AnthropicSettings]):
     image_formula = "anthropic"
     image_tokens = staticmethod(anthropic_pixels)
     cache_rule = staticmethod(anthropic_breakpoints)
+
+    @staticmethod
+    def cache_breakpoints(blocks: Sequence[Block], write_newest: bool = True) -> Marks:
+        """The message breakpoints, most useful first (the system prompt gets one only while fewer
+        than MAX_BREAKPOINTS are used); the dry run asks this too (giant.eval.dryrun):
+        1. the last block of the newest message (written for the next call), unless this call is
+           meant to be the last (the answer is demanded: nothing would read it, and a write costs
+           1.25x);
+        2. the last block of the user message before the model's last turn: the previous call's
+           newest message, which that call wrote, so this call reads it whatever the lookback;
+        3. the block before the oldest crop image still shown: the part before it stays the same
+           when agent.max_images_in_context drops the shown images (giant/agent/context.py);
+        4. REACH blocks before that: its own lookback reaches the previous drop point, which a drop
+           of several steps' images leaves more than ANTHROPIC_LOOKBACK blocks behind mark 3."""
+        targets: list[int] = []
+        if write_newest and blocks and blocks[-1].role == "user":
+            targets.append(len(blocks) - 1)
+        assistants = [block.message for block in blocks if block.role == "assistant"]
+        if assistants and assistants[-1] > 0:
+            previous = [n for n, block in enumerate(blocks) if block.message == assistants[-1] - 1]
+            targets += previous[-1:]
+        first_later = next(
+            (n for n, block in enumerate(blocks) if block.message > 0 and block.type == "image"), None
+        )
+        if first_later is not None and blocks[first_later - 1].message > 0:
+            targets.append(first_later - 1)
+            reach = first_later - 1 - REACH
+            while 0 < reach < first_later - 1 and blocks[reach].type in UNMARKABLE:
+                reach += 1
+            if 0 < reach < first_later - 1 and blocks[reach].message > 0:
+                targets.append(reach)
+        marked = tuple(dict.fromkeys(targets))[:MAX_BREAKPOINTS]
+        return Marks(marked, len(marked) < MAX_BREAKPOINTS)
 
     def __init__(
         self, cfg: AnthropicSettings, *, http_client: Any = None, ledger: Ledger | None = None
@@ -139,11 +173,11 @@ class AnthropicProvider(SdkProvider[AnthropicSettings]):
     def build_request(self, conversation: Conversation, ctx: CallContext) -> dict[str, Any]:
         cfg = self.cfg
         messages = self._messages(conversation)
-        marks = _mark_breakpoints(messages, write_newest=not ctx.must_answer) if cfg.prompt_caching else 0
+        system_mark = cfg.prompt_caching and _mark_breakpoints(messages, write_newest=not ctx.must_answer)
         request: dict[str, Any] = {"model": cfg.model, "max_tokens": cfg.max_tokens, "messages": messages}
         if conversation.system:
             system: dict[str, Any] = {"type": "text", "text": conversation.system}
-            if cfg.prompt_caching and marks < MAX_BREAKPOINTS:
+            if system_mark:
                 system["cache_control"] = CACHE
             request["system"] = [system]
         if self.thinking:
@@ -259,40 +293,16 @@ def _shrunk(message: dict[str, Any]) -> dict[str, Any]:
     return {**message, "content": content}
 
 
-def _mark_breakpoints(messages: list[dict[str, Any]], *, write_newest: bool) -> int:
-    """Place the message breakpoints, most useful first, and return how many (the system prompt gets
-    one only while fewer than MAX_BREAKPOINTS are used):
-    1. the last block of the newest message (written for the next call), unless this call is meant
-       to be the last (the answer is demanded: nothing would read it, and a write costs 1.25x);
-    2. the last block of the user message before the model's last turn: the previous call's newest
-       message, which that call wrote, so this call reads it whatever the lookback;
-    3. the block before the oldest crop image still shown: the part before it stays the same when
-       agent.max_images_in_context drops the shown images (giant/agent/context.py);
-    4. REACH blocks before that: its own lookback reaches the previous drop point, which a drop of
-       several steps' images leaves more than ANTHROPIC_LOOKBACK blocks behind mark 3."""
+def _mark_breakpoints(messages: list[dict[str, Any]], *, write_newest: bool) -> bool:
+    """Put cache_control on the blocks `AnthropicProvider.cache_breakpoints` names; True when the
+    system prompt gets a breakpoint too."""
     slots = _block_slots(messages)
-    targets: list[int] = []
-    if write_newest and slots and messages[slots[-1][0]]["role"] == "user":
-        targets.append(len(slots) - 1)
-    assistants = [m for m, message in enumerate(messages) if message["role"] == "assistant"]
-    if assistants and assistants[-1] > 0:
-        previous = [n for n, (m, _, _) in enumerate(slots) if m == assistants[-1] - 1]
-        targets += previous[-1:]
-    first_later = next(
-        (n for n, (m, blocks, i) in enumerate(slots) if m > 0 and blocks[i].get("type") == "image"), None
-    )
-    if first_later is not None and slots[first_later - 1][0] > 0:
-        targets.append(first_later - 1)
-        reach = first_later - 1 - REACH
-        while 0 < reach < first_later - 1 and slots[reach][1][slots[reach][2]].get("type") in UNMARKABLE:
-            reach += 1
-        if 0 < reach < first_later - 1 and slots[reach][0] > 0:
-            targets.append(reach)
-    marked = list(dict.fromkeys(targets))[:MAX_BREAKPOINTS]
-    for n in marked:
-        _, blocks, i = slots[n]
-        blocks[i] = {**blocks[i], "cache_control": CACHE}
-    return len(marked)
+    blocks = [Block(m, messages[m]["role"], str(content[i].get("type"))) for m, content, i in slots]
+    marks = AnthropicProvider.cache_breakpoints(blocks, write_newest)
+    for n in marks.blocks:
+        _, content, i = slots[n]
+        content[i] = {**content[i], "cache_control": CACHE}
+    return marks.system
 
 
 def _block_slots(messages: list[dict[str, Any]]) -> list[tuple[int, list[dict[str, Any]], int]]:

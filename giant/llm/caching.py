@@ -5,7 +5,8 @@ with an identity, so two requests share a prefix exactly as long as their segmen
 takes the requests of one item in the order they are sent (one cache key: the item) and says, per
 request, how many input tokens are read from the cache and how many are written to it; the rest
 is billed as plain input. Each provider class names its rule next to its image-token formula
-(`cache_rule`), as the providers bill differently:
+(`cache_rule`), as the providers bill differently, and where it places its breakpoints
+(`cache_breakpoints`, on neutral `Block`s, so the dry run asks the provider's own rule):
 - OpenAI caches automatically: the longest prefix shared with an earlier request, once it is at least
   1024 tokens long, in 128-token steps; there is no write surcharge.
 - Anthropic caches only up to the cache_control breakpoints we place (the system prompt and the
@@ -73,6 +74,30 @@ class Request:
 class CacheSplit(NamedTuple):
     read: int  # input tokens billed at the cached rate
     write: int  # input tokens billed at the cache-write rate
+
+
+class Block(NamedTuple):
+    """One content block of a request, as a cache-breakpoint rule sees it."""
+
+    message: int  # index of the message holding it
+    role: str  # user | assistant
+    type: str  # text, image, tool_result, thinking, ...
+
+
+class Marks(NamedTuple):
+    """Where a provider puts its cache breakpoints in one request."""
+
+    blocks: tuple[int, ...]  # indices of the blocks that end with one
+    system: bool  # the system prompt ends with one
+
+
+# the request's blocks in order, whether this call's newest message is worth writing -> marks
+BreakpointRule = Callable[[Sequence[Block], bool], Marks]
+
+
+def no_breakpoints(blocks: Sequence[Block], write_newest: bool = True) -> Marks:
+    """Providers that cache without being told where (or not at all) place no breakpoint."""
+    return Marks((), False)
 
 
 NO_CACHE = CacheSplit(0, 0)

@@ -13,7 +13,7 @@ from typing import Any
 
 import openai
 
-from giant.llm.caching import no_caching
+from giant.llm.caching import no_breakpoints, no_caching
 from giant.llm.config import OpenAICompatibleSettings
 from giant.llm.decode import decode_step
 from giant.llm.image_tokens import openai_high_detail
@@ -41,6 +41,7 @@ class OpenAICompatibleProvider(SdkProvider[OpenAICompatibleSettings]):
     image_formula = "openai_high_detail"  # Chat Completions image_url with a detail level
     image_tokens = staticmethod(openai_high_detail)
     cache_rule = staticmethod(no_caching)  # billing of cached input unknown: counted as plain input
+    cache_breakpoints = staticmethod(no_breakpoints)  # its requests mark no breakpoint
 
     def __init__(
         self, cfg: OpenAICompatibleSettings, *, http_client: Any = None, ledger: Ledger | None = None

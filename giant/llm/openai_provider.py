@@ -19,7 +19,7 @@ from typing import Any
 
 import openai
 
-from giant.llm.caching import openai_prefix
+from giant.llm.caching import no_breakpoints, openai_prefix
 from giant.llm.config import OpenAISettings
 from giant.llm.decode import decode_step, decode_tool_call
 from giant.llm.image_tokens import openai_high_detail
@@ -60,6 +60,7 @@ class OpenAIProvider(SdkProvider[OpenAISettings]):
     image_formula = "openai_high_detail"
     image_tokens = staticmethod(openai_high_detail)
     cache_rule = staticmethod(openai_prefix)
+    cache_breakpoints = staticmethod(no_breakpoints)  # its requests mark no breakpoint
 
     def __init__(self, cfg: OpenAISettings, *, http_client: Any = None, ledger: Ledger | None = None) -> None:
         super().__init__(cfg, ledger=ledger)

@@ -12,7 +12,7 @@ import random
 from typing import Any
 
 from giant.core import AnswerSpace
-from giant.llm.caching import no_caching
+from giant.llm.caching import no_breakpoints, no_caching
 from giant.llm.config import RandomSettings
 from giant.llm.image_tokens import openai_high_detail
 from giant.llm.ledger import Ledger
@@ -47,6 +47,7 @@ class RandomProvider:
     image_formula = "openai_high_detail"
     image_tokens = staticmethod(openai_high_detail)
     cache_rule = staticmethod(no_caching)
+    cache_breakpoints = staticmethod(no_breakpoints)  # its requests mark no breakpoint
 
     def __init__(self, cfg: RandomSettings, *, http_client: Any = None, ledger: Ledger | None = None) -> None:
         self.model = cfg.model

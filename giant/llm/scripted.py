@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from giant.errors import ConfigError
-from giant.llm.caching import no_caching
+from giant.llm.caching import no_breakpoints, no_caching
 from giant.llm.config import ScriptedSettings
 from giant.llm.image_tokens import openai_high_detail
 from giant.llm.ledger import Ledger
@@ -98,6 +98,7 @@ class ScriptedProvider:
     image_formula = "openai_high_detail"
     image_tokens = staticmethod(openai_high_detail)
     cache_rule = staticmethod(no_caching)
+    cache_breakpoints = staticmethod(no_breakpoints)  # its requests mark no breakpoint
 
     def __init__(
         self, cfg: ScriptedSettings, *, http_client: Any = None, ledger: Ledger | None = None

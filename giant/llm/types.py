@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from giant.core import AnswerSpace, EncodedImage, SetupCause
-from giant.llm.caching import CacheSplit, Request
+from giant.llm.caching import Block, CacheSplit, Marks, Request
 
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 
@@ -272,4 +272,9 @@ class ProviderClass(Protocol):
     def cache_rule(self, requests: Sequence[Request], enabled: bool, model: str = "") -> list[CacheSplit]:
         """Input tokens of each request read from and written to the prompt cache, by the provider's
         billing (giant.llm.caching; a static method on the class)."""
+        ...
+
+    def cache_breakpoints(self, blocks: Sequence[Block], write_newest: bool = True) -> Marks:
+        """Where the provider marks cache breakpoints in a request's blocks: the rule its requests
+        follow and the dry run asks (giant.llm.caching; a static method on the class)."""
         ...
