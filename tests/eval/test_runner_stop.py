@@ -100,7 +100,7 @@ def test_a_call_that_outlasts_the_grace_period_is_cancelled(wsi_root: Path, tmp_
     summary = asyncio.run(run())
     assert time.monotonic() - started < 10
     assert read_results(tmp_path / RESULTS_FILE) == [] and not summary.complete
-    # The run's first call goes alone until a reply comes back (giant.eval.runner._Gated), then cut:
+    # The run's first call goes alone until a reply comes back (giant.eval.limits), then cut:
     # no call after the stop.
     assert provider.calls == 1
 
