@@ -77,7 +77,7 @@ def record_cause(record: ResultRecord) -> SetupCause | None:
 @dataclass
 class Halt:
     """Why the runner stopped starting items and calls (empty while it has not); set from the call
-    gate on a fatal cause and by the circuit breaker."""
+    limits on a fatal cause (giant.eval.limits) and by the circuit breaker."""
 
     reason: str = ""
     cause: str | None = None
