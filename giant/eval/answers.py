@@ -1,8 +1,9 @@
 """Model answer text -> canonical label, with the method recorded so that scoring choices are auditable.
 
 Order of evidence (first that yields an answer wins):
-1. the last `<response>...</response>` block: its last JSON object with an answer key, else a
-   plain-text form;
+1. the last `<response>...</response>` block: its last JSON object with an answer key (found and
+   read by the providers' own scanner, giant.llm.decode.json_objects, so fences, Python literals
+   and trailing commas are tolerated and an answer string is never rewritten), else a plain-text form;
 2. the same, in the text outside `<report>` blocks (an answer written after the report);
 3. the same, in the whole text (the last JSON object anywhere, e.g. left inside the report).
 Plain-text forms are explicit only: "answer is 3", "Answer: B", "I choose (C)", a reply that is just
@@ -15,13 +16,13 @@ is never read as option 1.
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pydantic import BaseModel
+
+from giant.llm.decode import json_objects
 
 GRADE_LABELS = range(0, 6)  # ISUP 0 (benign) .. 5: the label space of any item without options
 OPTION_KEYS = ("answer", "option", "choice", "answer_index", "label")
@@ -105,7 +106,7 @@ class _Space:
     # ------------------------------------------------------------------ JSON
 
     def from_json(self, text: str, method: str) -> Extraction | None:
-        for obj in reversed(list(_json_objects(text))):
+        for *_, obj in reversed(list(json_objects(text))):
             found = self._from_object(obj, method)
             if found:
                 return found
@@ -233,55 +234,3 @@ def _isup_from_gleason(primary: int, secondary: int) -> int:
 
 def _norm(text: str) -> str:
     return " ".join(text.lower().strip().rstrip(".").split())
-
-
-def _json_objects(text: str) -> Iterator[dict[str, Any]]:
-    """Every parseable top-level {...} in order; an unparseable span is searched inside, so a stray
-    brace in prose does not hide the answer object after it."""
-    start = text.find("{")
-    while start != -1:
-        end = _matching_brace(text, start)
-        obj = _parse_object(text[start : end + 1]) if end != -1 else None
-        if obj is not None:
-            yield obj
-            start = text.find("{", end + 1)
-        else:
-            start = text.find("{", start + 1)
-
-
-def _matching_brace(text: str, start: int) -> int:
-    depth, in_string, escaped = 0, False, False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
-
-
-def _parse_object(span: str) -> dict[str, Any] | None:
-    """Strict JSON first; then the near-misses models write: trailing commas, Python-style quotes."""
-    candidate = re.sub(r",\s*}", "}", span)
-    try:
-        value = json.loads(candidate)
-    except json.JSONDecodeError:
-        pythonic = re.sub(
-            r"\bnull\b", "None", re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", candidate))
-        )
-        try:
-            value = ast.literal_eval(pythonic)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            return None
-    return value if isinstance(value, dict) else None

@@ -2,16 +2,20 @@
 
 Real models do not always send exactly one clean JSON object. GPT-5.x under strict json_schema output
 sometimes adds chatter after the object or sends it twice; open-weight models wrap it in prose or a
-```json fence; Claude sometimes sends a nested object of a tool input as a JSON-encoded string. A
-reply is therefore read as: the first complete top-level JSON object in the text that validates
-against the pydantic step models (an object that parses but does not validate is passed over for a
-later one), with strings in object- or array-typed fields decoded first. The full reply always stays
-in `raw_text`; `Decoded.note` says what was passed over, so the run record shows it.
+```json fence, or write Python's True/None, single quotes or trailing commas; Claude sometimes sends
+a nested object of a tool input as a JSON-encoded string. A reply is therefore read as: the first
+complete top-level object in the text (those near-misses read too, string values never touched)
+that validates against the pydantic step models (an object that parses but does not validate is
+passed over for a later one), with strings in object- or array-typed fields decoded first. The full
+reply always stays in `raw_text`; `Decoded.note` says what was passed over, so the run record shows
+it. The answer scorer (giant.eval.answers) finds its answer objects with the same `json_objects`.
 """
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -74,11 +78,19 @@ def decode_arguments(
     return value
 
 
+# A token of a JSON-like object as models write it: a whole quoted string (so nothing inside one is
+# ever read as a literal, a comma or a brace), a word or number, or any other single character.
+_TOKEN = re.compile(r"""\s*("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[\w.+-]+|.)""", re.S)
+_PYTHON_LITERALS = {"True": "true", "False": "false", "None": "null"}
+
+
 def json_objects(text: str) -> Iterator[tuple[int, int, dict[str, Any]]]:
     """Every complete top-level JSON object in `text`, in order, as (start, end, object).
 
     Scanning resumes after an object, never inside it, so braces inside a string field are never
-    taken for an object of their own; a `{` that does not start valid JSON is skipped.
+    taken for an object of their own; a `{` that does not start an object is skipped, so a stray
+    brace in prose does not hide the object after it. Where strict JSON fails, the near-misses
+    models write are read too: see `_lenient_object`.
     """
     decoder = json.JSONDecoder()
     start = text.find("{")
@@ -86,10 +98,45 @@ def json_objects(text: str) -> Iterator[tuple[int, int, dict[str, Any]]]:
         try:
             obj, end = decoder.raw_decode(text, start)
         except json.JSONDecodeError:
-            start = text.find("{", start + 1)
-            continue
+            found = _lenient_object(text, start)
+            if found is None:
+                start = text.find("{", start + 1)
+                continue
+            obj, end = found
         yield start, end, obj
         start = text.find("{", end)
+
+
+def _lenient_object(text: str, start: int) -> tuple[dict[str, Any], int] | None:
+    """The object opening at `text[start]` and its end, read token by token as strict JSON with
+    Python's True/False/None and quotes, trailing commas and raw newlines in strings allowed.
+
+    Only what stands between strings is repaired; each string is decoded whole and re-encoded, so
+    its value is exactly what the model wrote. A text replace is not: it made "null hypothesis"
+    "None hypothesis" and "a,}" "a}" before the answer was scored. Anything else that is not JSON
+    (a bare word such as YOUR_ANSWER, an object never closed) means no object here.
+    """
+    out: list[str] = []
+    depth = 0
+    for match in _TOKEN.finditer(text, start):
+        token = match[1]
+        if token[0] in "\"'":
+            try:
+                value = json.loads(token, strict=False) if token[0] == '"' else ast.literal_eval(token)
+            except (ValueError, SyntaxError):
+                return None
+            token = json.dumps(value)
+        elif token in ("]", "}") and out[-1] == ",":
+            out.pop()
+        out.append(_PYTHON_LITERALS.get(token, token))
+        depth += (token in ("{", "[")) - (token in ("}", "]"))
+        if depth == 0:
+            try:
+                obj = json.loads("".join(out))
+            except ValueError:
+                return None
+            return (obj, match.end()) if isinstance(obj, dict) else None
+    return None
 
 
 def first_valid(

@@ -203,3 +203,25 @@ def test_an_option_with_empty_text_is_still_chosen_by_number() -> None:
 def test_an_empty_reply_is_no_grade(text: str) -> None:
     result = extract_label(text, "panda", [])
     assert result.label is None and "empty reply" in result.detail
+
+
+# Issue 25: option texts chosen to hold what a text-level JSON repair rewrote (null -> None, a comma
+# before a brace); the answer string must reach the option match exactly as the model wrote it.
+ODD_OPTIONS = ["null hypothesis", "None of the above", "It's benign, }", "true positive"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "label"),
+    [
+        ("<response>{'answer': 'null hypothesis', 'confident': true}</response>", 1),
+        ('{"answer": "null hypothesis", "alternatives": [null,],}', 1),
+        ("<response>{'answer': 'None of the above', 'second': None}</response>", 2),
+        ('<response>{"answer": "It\'s benign, }"}</response>', 3),
+        ("```json\n{'answer': \"It's benign, }\", 'sure': True,}\n```", 3),
+        ("{'answer': 'true positive', 'why': 'null, false, True',}", 4),
+    ],
+)
+def test_an_answer_string_is_never_rewritten_before_scoring(reply: str, label: int) -> None:
+    result = extract_label(reply, "tcga_expert_vqa", ODD_OPTIONS)
+    method = "response_json" if "<response>" in reply else "last_json"
+    assert (result.label, result.method) == (label, method)

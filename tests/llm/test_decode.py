@@ -160,3 +160,56 @@ def test_an_episode_keeps_the_whole_reply_and_the_decode_note(
     assert second.decode_note == f"extra text after the JSON ignored ({len(answer)} chars)"
     saved = Trajectory.model_validate_json((tmp_path / "traj" / "trajectory.json").read_text())
     assert [c.decode_note for c in saved.calls] == [first.decode_note, second.decode_note]
+
+
+# Issue 25: replies that are not strict JSON, each holding strings that a text-level repair (global
+# true/false/null or trailing-comma replaces) would rewrite; every string must come back as written.
+LENIENT = [
+    ("{'answer': 'true positive', 'sure': True}", {"answer": "true positive", "sure": True}),
+    (
+        "{'answer': 'None of the above', 'second': None, 'seen': false,}",
+        {"answer": "None of the above", "second": None, "seen": False},
+    ),
+    (
+        '{"answer": "null hypothesis", "p": null, "ok": True}',
+        {"answer": "null hypothesis", "p": None, "ok": True},
+    ),
+    (
+        "{'answer': \"it's\", 'note': 'it\\'s true', 'tags': ['False', 'b',],}",
+        {"answer": "it's", "note": "it's true", "tags": ["False", "b"]},
+    ),
+    ('{"answer": "a,}", "b": "c, ]", "ok": False,}', {"answer": "a,}", "b": "c, ]", "ok": False}),
+    ('{"answer": "line one\nline two, }", "n": -2.5e1}', {"answer": "line one\nline two, }", "n": -25.0}),
+]
+
+
+@pytest.mark.parametrize(("reply", "expected"), LENIENT)
+def test_lenient_objects_keep_every_string_as_written(reply: str, expected: dict[str, object]) -> None:
+    for text in (reply, f"Here it is:\n```json\n{reply}\n```\nDone {{not json}}.", f"<response>{reply}"):
+        assert [obj for *_, obj in json_objects(text)] == [expected]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"answer": YOUR_ANSWER}',
+        "{answer: 2}",
+        "{'a': (1, 2)}",
+        "{'a': 'unclosed}",
+        "{'answer': 3",
+        "it's {a brace in prose, 'then' a quote}",
+    ],
+)
+def test_what_is_not_an_object_stays_none(text: str) -> None:
+    assert list(json_objects(text)) == []
+
+
+def test_a_python_literal_step_decodes_with_its_strings_unchanged() -> None:
+    text = "true positive, null hypothesis, None of the above,}"
+    reply = (
+        "Next step:\n```python\n{'reasoning': \"it's True: null findings\", "
+        f"'action': {{'type': 'answer', 'text': {text!r},}},}}\n```"
+    )
+    decoded = decode_step(reply)
+    assert decoded.value.action == AnswerAction(text=text)
+    assert decoded.value.reasoning == "it's True: null findings"
