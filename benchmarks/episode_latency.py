@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from giant.agent import run_episode
-from giant.agent.modes.navigation import GiantConfig
+from giant.agent.config import parse_agent
 from giant.core import Item
 from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
@@ -37,7 +37,7 @@ def main() -> None:
         slide = write_synthetic_slide(root / "bench.svs", 40000, 30000, seed=0)
         print(f"slide_write_s {time.perf_counter() - started:.2f}")
         provider = build_provider(provider_settings("random", seed=0))
-        cfg = GiantConfig(max_steps=20, crop_size=1000)
+        cfg = parse_agent({"mode": "giant", "max_steps": 20, "crop_size": 1000})
         for run_index in range(3):
             started = time.perf_counter()
             traj = asyncio.run(

@@ -24,8 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from giant.agent.config import AgentConfig
-from giant.agent.modes.navigation import GiantConfig
+from giant.agent.config import AgentConfig, parse_agent
 from giant.config import RunOptions, shipped
 from giant.core import Item
 from giant.eval.runner import run_eval
@@ -111,7 +110,7 @@ def main() -> None:
             )
             for i in range(args.items)
         ]
-        agent = GiantConfig(max_steps=args.steps, crop_size=args.crop_size)
+        agent = parse_agent({"mode": "giant", "max_steps": args.steps, "crop_size": args.crop_size})
         # Without latency the wall is pure CPU work (crop rendering, JPEG, results): the floor.
         cpu_wall = timed_run(root, items, agent, 1e-6, args.concurrency)
         wall = timed_run(root, items, agent, args.latency, args.concurrency)

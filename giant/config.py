@@ -8,6 +8,7 @@ key and the fix, so the CLI never shows a traceback for a typo.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import itertools
 import json
@@ -23,7 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from giant.agent.config import AgentConfig
 from giant.agent.modes import MODES, modes_with_setting
 from giant.errors import ConfigError, exit_with
+from giant.eval.scoring_settings import ScoringSettings
 from giant.llm.config import PROVIDER_NAMES, ProviderConfig, providers_with
+from giant.roles import Data, Method, Operational, Repeats, Role, Selection, hashed_part, role_of, roles
 from giant.tools.settings import ToolSettings
 
 if TYPE_CHECKING:  # Hydra's override parser is imported where used: it is slow to import
@@ -95,15 +98,15 @@ def _check_folder(setting: str, folder: Path) -> None:
 
 
 class DatasetSettings(_Strict):
-    name: str = Field(min_length=1)
-    source: Literal["multipathqa", "demo"]
-    benchmark: str | None  # None: every task in the CSV
-    csv_path: Path | None  # None: the Hub's copy (hf_repo/hf_file) or the generated demo CSV
-    hf_repo: str = Field(min_length=1)
-    hf_file: str = Field(min_length=1)
-    wsi_root: Path | None  # None with the demo: the generated slides
-    slidebench_fix: Path | None
-    drop_defective: bool
+    name: Data[str] = Field(min_length=1)
+    source: Data[Literal["multipathqa", "demo"]]
+    benchmark: Data[str | None]  # None: every task in the CSV
+    csv_path: Operational[Path | None]  # None: the Hub's copy (hf_repo/hf_file) or the generated demo CSV
+    hf_repo: Operational[str] = Field(min_length=1)
+    hf_file: Operational[str] = Field(min_length=1)
+    wsi_root: Operational[Path | None]  # None with the demo: the generated slides
+    slidebench_fix: Data[Path | None]
+    drop_defective: Data[bool]
 
     @model_validator(mode="after")
     def _one_defect_policy(self) -> DatasetSettings:
@@ -112,31 +115,33 @@ class DatasetSettings(_Strict):
         return self
 
 
-class RunOptions(_Strict):
+class RunOptions(_Strict, ScoringSettings):
     """The top-level run keys of conf/config.yaml (names kept stable for scripts and docs)."""
 
-    seed: int
-    runs_per_item: int = Field(ge=1, le=100)
-    concurrency: int = Field(ge=1, le=1024)
-    budget_usd: float | None = Field(gt=0)
-    dry_run: bool
-    limit: int | None = Field(ge=1)
-    item_ids: list[str] | None
-    retry_failed: bool
-    skip_missing: bool
-    resume: bool
-    bootstrap_replicates: int = Field(ge=10)
-    tie_rule: Literal["lowest_run_index"]  # the one rule giant's votes use
-    panda_null_as_zero: bool
-    record_requests: bool
-    ledger: bool  # answer a call already paid for from the ledger (giant.llm.ledger); false: fresh samples
-    breaker_after: int = Field(ge=1)  # item-runs in a row failed outside the model that stop the run
+    seed: Method[int]
+    runs_per_item: Repeats[int] = Field(ge=1, le=100)
+    concurrency: Operational[int] = Field(ge=1, le=1024)
+    budget_usd: Operational[float | None] = Field(gt=0)
+    dry_run: Operational[bool]
+    limit: Selection[int | None] = Field(ge=1)
+    item_ids: Selection[list[str] | None]
+    retry_failed: Operational[bool]
+    skip_missing: Data[bool]  # which items are scored (a missing slide: skipped, or a failure)
+    resume: Operational[bool]
+    record_requests: Operational[bool]
+    ledger: Operational[bool]  # paid calls answered from giant.llm.ledger; false: fresh samples
+    breaker_after: Operational[int] = Field(ge=1)  # item-runs in a row failed outside the model: stop the run
 
     @field_validator("item_ids", mode="before")
     @classmethod
     def _ids_as_text(cls, value: object) -> object:
         """`item_ids=[tcga/12,40]`: Hydra parses the bare 40 as an int."""
         return [str(v) for v in value] if isinstance(value, list | tuple) else value
+
+    @property
+    def scoring(self) -> ScoringSettings:
+        """The scoring part, as the scorers take it (one value, not its keys one by one)."""
+        return ScoringSettings.model_validate(self.model_dump(include=set(ScoringSettings.model_fields)))
 
 
 class TrackingSettings(_Strict):
@@ -154,32 +159,15 @@ class TrackingSettings(_Strict):
         return self
 
 
-# Run options that do not change an episode (config_hash leaves them out).
-RUN_KEYS_NOT_HASHED = (
-    "concurrency",
-    "budget_usd",
-    "dry_run",
-    "retry_failed",
-    "resume",
-    "limit",
-    "item_ids",
-    "runs_per_item",
-    "tie_rule",
-    "panda_null_as_zero",
-    "bootstrap_replicates",
-    "record_requests",
-    "ledger",
-    "breaker_after",
-)
-
-
 class RunSettings(_Strict):
-    paths: PathSettings
+    """Every setting of a run; each one's role (giant.roles) is declared on its field, or on its section."""
+
+    paths: Operational[PathSettings]
     provider: ProviderConfig
     dataset: DatasetSettings
     agent: AgentConfig
     run: RunOptions
-    tracking: TrackingSettings
+    tracking: Operational[TrackingSettings]
     tools: ToolSettings | None  # conf/tools/; None where a record predates the tools (a re-score)
 
     @classmethod
@@ -239,20 +227,30 @@ class RunSettings(_Strict):
         timeouts), which items and how many runs (a pilot grows into the full run; runs_per_item=5
         continues runs_per_item=1) and scoring (carried-over answers are scored again) are left out,
         so such a rerun continues the same job instead of paying again."""
-        data = self._without_idle_tools(self.model_dump(mode="json"))
-        data.pop("paths")
-        data.pop("tracking")
-        if "tools" in data:
-            for key in ("device", "hf_token_env"):  # where the model runs and how it was fetched
-                data["tools"]["conch"].pop(key)
-        for key in RUN_KEYS_NOT_HASHED:
-            data["run"].pop(key)
-        for key in ("rpm", "tpm", "timeout_s", "max_retries", "api_key_env", "base_url", "pricing_file"):
-            data["provider"].pop(key, None)  # not every provider has every pacing key
-        for key in ("csv_path", "wsi_root", "hf_repo", "hf_file"):
-            data["dataset"].pop(key)
+        data = hashed_part(self._without_idle_tools(self.model_dump(mode="json")), roles(self))
         text = json.dumps(data, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@functools.cache
+def record_roles() -> dict[str, Role]:
+    """Every setting's role by its key in a job's record (resolved_config.json, the MLflow params):
+    run options at the top level, as `RunSettings.record()` lays them out. The one table the key
+    lists are read from: what a comparison ignores, what a re-score may change."""
+    return {key.removeprefix("run."): role for key, role in roles(RunSettings).items()}
+
+
+def record_keys(role: Role) -> tuple[str, ...]:
+    return tuple(key for key, found in record_roles().items() if found is role)
+
+
+def compared_settings(flat: dict[str, str]) -> dict[str, str]:
+    """A record's flattened settings that make two runs different methods. A key no model has (a
+    retired setting in an old record) is kept: a difference not known to be harmless is shown."""
+    table = record_roles()
+    return {
+        key: value for key, value in flat.items() if (found := role_of(key, table)) is None or found.compared
+    }
 
 
 # Where the values of a section live in conf/.

@@ -28,15 +28,17 @@ from giant.config import (
     RunSettings,
     TrackingSettings,
     one_line,
+    record_keys,
     resolve,
 )
 from giant.errors import ConfigError
-from giant.eval.rescore import SCORING_KEYS, changed_record, rescore_records, rescore_summary
+from giant.eval.rescore import changed_record, rescore_records, rescore_summary
 from giant.eval.results import ResultRecord, ResultsWriter, read_results
 from giant.eval.summary import Summary
 from giant.job import CONFIG_ARTIFACTS, JobData, finish_tracking, load_data, write_outputs
 from giant.job_layout import JobLayout
 from giant.llm.config import ProviderConfig, settings_class
+from giant.roles import Role
 from giant.tools.settings import ToolSettings
 from giant.tracking.tables import RESCORE_TAG, SOURCE_START_TAG
 
@@ -84,24 +86,20 @@ def rescore_job(cfg: DictConfig) -> float:
     """Re-score in Hydra's run directory; returns the new main metric."""
     options = RescoreSettings.from_config(cfg)
     source = load_source(options.source, options.tracking)
-    changes = {key: getattr(options, key) for key in SCORING_KEYS}
+    changes = {key: getattr(options, key) for key in record_keys(Role.SCORING)}
     record = changed_record(source.config, changes)
     record["tracking"] = options.tracking.model_dump(mode="json")
     settings = settings_of(record)
     data = _items(settings, source)
     run = settings.run
-    records = rescore_records(
-        source.records, data.items, tie_rule=run.tie_rule, panda_null_as_zero=run.panda_null_as_zero
-    )
+    records = rescore_records(source.records, data.items, run.scoring)
     summary = rescore_summary(
         records,
         data.items,
         source.summary,
         runs_per_item=run.runs_per_item,
         seed=run.seed,
-        tie_rule=run.tie_rule,
-        panda_null_as_zero=run.panda_null_as_zero,
-        replicates=run.bootstrap_replicates,
+        scoring=run.scoring,
     )
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     layout = JobLayout(out_dir)

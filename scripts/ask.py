@@ -21,15 +21,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from giant.agent.config import AgentConfig
 from giant.config import (
+    RunOptions,
     check_command_line,
     one_line,
     resolve,
+    shipped,
 )  # also registers ${giant_root:}
-from giant.errors import EXIT_CONFIG, ConfigError, exit_with
+from giant.errors import EXIT_CONFIG, EXIT_FAILED, ConfigError, exit_with
 from giant.llm.config import ProviderConfig
 from giant.tools.settings import ToolSettings
 
-EXIT_FAILED = 1  # the slide cannot be read, or the episode ended without an answer
 SLIDE_STATUSES = ("slide_error", "slide_missing")
 
 
@@ -66,20 +67,20 @@ def ask(cfg: DictConfig) -> None:
     from giant.core import Item
     from giant.data.prompts import render_prompt
     from giant.eval.scoring import score_trajectory
-    from giant.eval.voting import TIE_RULES
     from giant.job_layout import TRAJECTORY_FILE
     from giant.llm.factory import build_provider
     from giant.tools import prepare
     from giant.tracking.viewer import write_html
-    from giant.wsi.slide import Slide, SlideError
+    from giant.wsi import SlideError, SlideMissing
+    from giant.wsi.slide import Slide
 
     settings = settings_from(cfg)
     slide_path = settings.slide.expanduser().resolve()
-    if not slide_path.is_file():
-        fail(f"slide not found: {slide_path}; pass slide=PATH to a slide file", EXIT_FAILED)
-    try:  # fail before any (paid) provider call
+    try:  # fail before any (paid) provider call, with one line that names the slide and the fix
         with Slide.open(slide_path):
             pass
+    except SlideMissing as err:
+        fail(f"slide not found: {err.slide}; pass slide=PATH to a slide file", EXIT_FAILED)
     except SlideError as err:
         fail(str(err).splitlines()[0], EXIT_FAILED)
     try:
@@ -105,7 +106,7 @@ def ask(cfg: DictConfig) -> None:
     )
     option = None  # the option the answer names, read as the scorer reads benchmark answers
     if traj.status == "answered" and settings.options:
-        label = score_trajectory(traj, item, tie_rule=TIE_RULES[0], panda_null_as_zero=True).label
+        label = score_trajectory(traj, item, shipped(RunOptions).scoring).label
         chosen = settings.options[label - 1] if label and 1 <= label <= len(settings.options) else None
         option = f"{label}. {chosen}" if chosen is not None else "none found in the answer"
     page = write_html(out_dir, traj, label=option)  # no truth: the question is not scored

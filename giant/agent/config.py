@@ -4,6 +4,8 @@ Each mode has its own settings model (in giant/agent/modes/), built on the bases
 carries only the settings its mode reads: `agent=giant` has no thumbnail, patch or region fields and
 a patch setting never changes a giant run's config hash. `AgentConfig` is the union of every
 registered mode's model, told apart by `mode`; `parse_agent` validates a mapping into it.
+The models hold types, checks and each setting's role (giant.roles), no defaults: every value is in
+conf/ (giant.agent.shipped reads it there for code that runs without Hydra).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from giant.roles import Method
 
 Fill = Literal["white", "black"]
 
@@ -20,14 +24,14 @@ class BaseAgentConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    mode: str
-    max_steps: int = Field(20, ge=1, le=100)  # T: provider calls including the answer step
-    crop_size: int = Field(1000, ge=64, le=4096)  # S: long side of every crop and of the overview
-    max_retries: int = Field(3, ge=1)  # consecutive failed calls or unusable actions before the item fails
-    jpeg_quality: int = Field(75, ge=1, le=100)
-    fill: Fill = "white"  # outside-slide/transparent pixels; black = authors'
-    item_budget_usd: float | None = Field(None, gt=0)
-    item_timeout_s: float = Field(900.0, gt=0)
+    mode: Method[str]
+    max_steps: Method[int] = Field(ge=1, le=100)  # T: provider calls including the answer step
+    crop_size: Method[int] = Field(ge=64, le=4096)  # S: long side of every crop and of the overview
+    max_retries: Method[int] = Field(ge=1)  # failed calls or unusable actions in a row before the item fails
+    jpeg_quality: Method[int] = Field(ge=1, le=100)
+    fill: Method[Fill]  # outside-slide/transparent pixels; black = authors'
+    item_budget_usd: Method[float | None] = Field(gt=0)
+    item_timeout_s: Method[float] = Field(gt=0)
 
     @model_validator(mode="before")
     @classmethod
@@ -50,14 +54,14 @@ class BaseAgentConfig(BaseModel):
 class RegionsConfig(BaseAgentConfig):
     """Modes that show regions with axis guides in one growing conversation."""
 
-    max_images_in_context: int | None = Field(None, ge=1)  # None: keep every image (published runs)
-    guides: int = Field(4, ge=0, le=20)  # axis guide lines per axis
+    max_images_in_context: Method[int | None] = Field(ge=1)  # None: keep every image (published runs)
+    guides: Method[int] = Field(ge=0, le=20)  # axis guide lines per axis
 
 
 class TissueSampling(BaseModel):
     """Modes that sample random tissue boxes (patch, random_regions)."""
 
-    region_min_tissue: float = Field(0.25, ge=0, le=1)
+    region_min_tissue: Method[float] = Field(ge=0, le=1)
 
 
 if TYPE_CHECKING:
@@ -74,8 +78,9 @@ else:
         raise AttributeError(f"module 'giant.agent.config' has no attribute {name!r}")
 
 
-def parse_agent(data: dict[str, Any]) -> BaseAgentConfig:
-    """Validate a mapping (`mode` picks the model; giant when absent) into its mode's settings."""
+def parse_agent(data: dict[str, Any], provider: str | None = None) -> BaseAgentConfig:
+    """Validate a mapping (`mode` picks the model; giant when absent) into its mode's settings, the
+    keys it lacks from conf/ with `provider`'s S (None: conf/config.yaml's provider)."""
     from giant.agent import modes
 
-    return modes.parse_agent(data)
+    return modes.parse_agent(data, provider)

@@ -16,7 +16,7 @@ from typing import Any
 from mlflow.exceptions import MlflowException
 from pydantic import BaseModel, ConfigDict
 
-from giant.config import TrackingSettings
+from giant.config import TrackingSettings, compared_settings
 from giant.errors import ConfigError
 from giant.eval.results import SKIPPED, ResultRecord, latest_by_slot
 from giant.eval.voting import majority_vote
@@ -27,11 +27,6 @@ from giant.rescore import RUN_ID, load_source
 # (record_requests=true) can be large and are not copied.
 PAGE_ONLY = shutil.ignore_patterns(REQUESTS_FILE)
 FIX = "pass job folders (holding results.jsonl) or MLflow run ids, or --sweep-id"
-# Config sections and keys that never make two runs different methods (where files go, how fast).
-NOT_SETTINGS: tuple[str, ...] = (
-    *("paths.", "tracking.", "dataset.", "concurrency", "budget_usd", "dry_run", "resume"),
-    *("retry_failed", "limit", "item_ids", "record_requests"),
-)
 
 
 class ItemOutcome(BaseModel):
@@ -81,9 +76,8 @@ class RunData(BaseModel):
         )
 
     def settings(self) -> dict[str, str]:
-        """The flattened config without paths, tracking and the knobs that change no episode."""
-        flat = _flatten(self.config)
-        return {key: value for key, value in flat.items() if not key.startswith(NOT_SETTINGS)}
+        """The flattened config, only the settings whose role makes two runs different methods."""
+        return compared_settings(_flatten(self.config))
 
     def fetch_trajectory(self, relative: str, target: Path) -> bool:
         """Copy one trajectory folder (trajectory.json, trajectory.html, images) into `target`, from

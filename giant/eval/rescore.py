@@ -13,51 +13,48 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from giant.config import record_keys
 from giant.core import Item
 from giant.errors import ConfigError
 from giant.eval.results import UNPARSEABLE, ResultRecord
 from giant.eval.scoring import outcome_fields, score_answers
+from giant.eval.scoring_settings import ScoringSettings
 from giant.eval.summarize import summarize
 from giant.eval.summary import Summary
+from giant.roles import Role
 
 ANSWERED = "answered"
-# The run keys a re-score may change: every other setting shaped the episodes, which are kept as they are.
-SCORING_KEYS = ("tie_rule", "panda_null_as_zero", "bootstrap_replicates")
 
 
 def changed_record(record: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     """The source's resolved config (resolved_config.json layout: run keys at the top level) with
-    the scoring keys of `changes` that are set; None keeps the source's value."""
-    unknown = sorted(set(changes) - set(SCORING_KEYS))
+    the scoring keys of `changes` that are set; None keeps the source's value. Only scoring settings
+    may change: every other setting shaped the episodes, which are kept as they are."""
+    scoring = record_keys(Role.SCORING)
+    unknown = sorted(set(changes) - set(scoring))
     if unknown:
-        raise ConfigError(
-            f"{', '.join(unknown)}: not a scoring setting; a re-score changes only {SCORING_KEYS}"
-        )
+        raise ConfigError(f"{', '.join(unknown)}: not a scoring setting; a re-score changes only {scoring}")
     return {**record, **{key: value for key, value in changes.items() if value is not None}}
 
 
 def rescore_records(
-    records: Sequence[ResultRecord], items: Sequence[Item], *, tie_rule: str, panda_null_as_zero: bool
+    records: Sequence[ResultRecord], items: Sequence[Item], scoring: ScoringSettings
 ) -> list[ResultRecord]:
     """Each record with its answer read again; records without an answer are returned unchanged."""
     by_key = {item.key: item for item in items}
     return [
-        _rescored(record, by_key[record.key], tie_rule, panda_null_as_zero)
+        _rescored(record, by_key[record.key], scoring)
         if record.status in (ANSWERED, UNPARSEABLE) and record.key in by_key
         else record
         for record in records
     ]
 
 
-def _rescored(record: ResultRecord, item: Item, tie_rule: str, panda_null_as_zero: bool) -> ResultRecord:
+def _rescored(record: ResultRecord, item: Item, scoring: ScoringSettings) -> ResultRecord:
     patch_mode = record.patch_labels is not None  # the runner records patch labels in patch mode only
     patch_answers = json.loads(record.prediction) if patch_mode and record.prediction else None
     scored = score_answers(
-        None if patch_mode else record.prediction,
-        patch_answers if patch_mode else None,
-        item,
-        tie_rule=tie_rule,
-        panda_null_as_zero=panda_null_as_zero,
+        None if patch_mode else record.prediction, patch_answers if patch_mode else None, item, scoring
     )
     # The episode's own ending was "answered"; its reason is kept unless it was the scorer's.
     reason = "" if record.status == UNPARSEABLE else record.reason
@@ -72,9 +69,7 @@ def rescore_summary(
     *,
     runs_per_item: int,
     seed: int,
-    tie_rule: str,
-    panda_null_as_zero: bool,
-    replicates: int,
+    scoring: ScoringSettings,
 ) -> Summary:
     """summary.json of the re-scored records: the source's provenance, completeness, defects and
     timing (nothing ran again), the metrics recomputed with the new settings."""
@@ -84,10 +79,8 @@ def rescore_summary(
         dataset=source.benchmark,
         metric_name=source.metric_name,
         runs_per_item=runs_per_item,
-        replicates=replicates,
         seed=seed,
-        tie_rule=tie_rule,
-        panda_null_as_zero=panda_null_as_zero,
+        scoring=scoring,
         provenance=source.provenance,
         incomplete_reason=source.incomplete_reason,
         dataset_defects=source.dataset_defects,

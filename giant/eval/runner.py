@@ -31,7 +31,7 @@ from giant.atomic import write_atomic
 from giant.config import RunOptions
 from giant.core import Item
 from giant.data.defects import Defect
-from giant.data.slides import Located, SlideLocation, SlideMissingError, locate_all
+from giant.data.slides import Located, SlideLocation, locate_all
 from giant.errors import ConfigError
 from giant.eval.budget import CallPricer, RunBudget
 from giant.eval.causes import FIXES, CircuitBreaker, Halt, trajectory_cause
@@ -56,6 +56,7 @@ from giant.job_layout import JobLayout, trajectory_dir
 from giant.llm.ledger import Ledger
 from giant.llm.pricing import Pricing
 from giant.llm.types import Provider
+from giant.wsi import SlideMissing
 
 # After a stop request, how long calls already in flight may take to return: an answer that arrives
 # in time is kept, anything else is cancelled (below docker's 10 s and SLURM's signal_delay_s).
@@ -142,9 +143,7 @@ async def run_eval(
     layout = JobLayout(out_dir)
     results_path = layout.results
     if resume_from is not None:
-        rescore = partial(
-            rescore_records, items=items, tie_rule=run.tie_rule, panda_null_as_zero=run.panda_null_as_zero
-        )
+        rescore = partial(rescore_records, items=items, scoring=run.scoring)
         carried = carry_over(resume_from, out_dir, slots, retry_failed=run.retry_failed, rescore=rescore)
         print(carried.line())
         done = carried.kept
@@ -233,10 +232,8 @@ async def run_eval(
                 dataset=dataset,
                 metric_name=metric_name,
                 runs_per_item=run.runs_per_item,
-                replicates=run.bootstrap_replicates,
                 seed=run.seed,
-                tie_rule=run.tie_rule,
-                panda_null_as_zero=run.panda_null_as_zero,
+                scoring=run.scoring,
                 provenance=build_provenance(config_hash, dataset_hash, located.values()),
                 wall_s=time.perf_counter() - started,
                 ran=progress.ran,
@@ -282,7 +279,9 @@ def _record(item: Item, run_index: int, run: RunOptions, **fields: object) -> Re
 
 
 def _is_missing(slide: Path | Exception) -> bool:
-    return isinstance(slide, SlideMissingError)
+    """A slide with no file (giant.wsi.SlideMissing) is planned for: skipped or retried on resume; a
+    path outside the root (SlidePathInvalid) is a slide error the user must fix."""
+    return isinstance(slide, SlideMissing)
 
 
 def _problem_record(item: Item, run_index: int, run: RunOptions, problem: Exception) -> ResultRecord:
@@ -359,8 +358,6 @@ def _scored_record(
     if cause is not None:
         fields["cause"] = cause
     if trajectory.status == "answered":
-        scored = score_trajectory(
-            trajectory, item, tie_rule=run.tie_rule, panda_null_as_zero=run.panda_null_as_zero
-        )
+        scored = score_trajectory(trajectory, item, run.scoring)
         fields.update(outcome_fields(scored, item))
     return _record(item, run_index, run, **fields)

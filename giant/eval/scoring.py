@@ -13,6 +13,7 @@ from giant.agent.trajectory import Trajectory
 from giant.core import Item
 from giant.eval.answers import extract_label
 from giant.eval.results import UNPARSEABLE
+from giant.eval.scoring_settings import ScoringSettings
 from giant.eval.voting import majority_vote
 
 PATCH_VOTE = "patch_vote"  # the extraction method recorded for a vote over patch answers
@@ -25,35 +26,27 @@ class Scored(BaseModel):
     patch_labels: list[int | None] | None = None  # patch mode: each patch's label, in patch order
 
 
-def score_trajectory(traj: Trajectory, item: Item, *, tie_rule: str, panda_null_as_zero: bool) -> Scored:
+def score_trajectory(traj: Trajectory, item: Item, scoring: ScoringSettings) -> Scored:
     """The label of an answered episode: its answer read, or its patch answers read and voted."""
-    return score_answers(
-        traj.answer, traj.patch_answers, item, tie_rule=tie_rule, panda_null_as_zero=panda_null_as_zero
-    )
+    return score_answers(traj.answer, traj.patch_answers, item, scoring)
 
 
 def score_answers(
-    answer: str | None,
-    patch_answers: list[str | None] | None,
-    item: Item,
-    *,
-    tie_rule: str,
-    panda_null_as_zero: bool,
+    answer: str | None, patch_answers: list[str | None] | None, item: Item, scoring: ScoringSettings
 ) -> Scored:
     """The answer text (or, in patch mode, the patch answer texts) read and voted: what an episode
     recorded is all a score needs, so a finished run can be re-scored without its trajectories."""
+    null_as_zero = scoring.panda_null_as_zero
     if patch_answers is None:
-        found = extract_label(
-            answer or "", item.benchmark, item.options, panda_null_as_zero=panda_null_as_zero
-        )
+        found = extract_label(answer or "", item.benchmark, item.options, panda_null_as_zero=null_as_zero)
         return Scored(label=found.label, method=found.method, detail=found.detail)
     labels = [
         None
         if text is None
-        else extract_label(text, item.benchmark, item.options, panda_null_as_zero=panda_null_as_zero).label
+        else extract_label(text, item.benchmark, item.options, panda_null_as_zero=null_as_zero).label
         for text in patch_answers
     ]
-    winner = majority_vote(labels, tie_rule)
+    winner = majority_vote(labels, scoring.tie_rule)
     detail = "" if winner is not None else f"none of the {len(labels)} patch answers gave a valid label"
     return Scored(label=winner, method=PATCH_VOTE, detail=detail, patch_labels=labels)
 

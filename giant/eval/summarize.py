@@ -20,6 +20,7 @@ from giant.eval.causes import record_cause
 from giant.eval.metrics import accuracy, balanced_accuracy, score
 from giant.eval.progress import is_failure
 from giant.eval.results import SKIPPED, ResultRecord, latest_by_slot
+from giant.eval.scoring_settings import ScoringSettings
 from giant.eval.summary import Bootstrap, Provenance, Summary, Totals
 from giant.eval.voting import majority_vote
 from giant.llm.types import TokenCounts
@@ -35,10 +36,8 @@ def summarize(
     dataset: str,
     metric_name: str,
     runs_per_item: int,
-    replicates: int,
     seed: int,
-    tie_rule: str,
-    panda_null_as_zero: bool,
+    scoring: ScoringSettings,
     provenance: Provenance,
     wall_s: float = 0.0,
     ran: int = 0,
@@ -63,7 +62,7 @@ def summarize(
     scored = [item for item in items if item.key in by_item and item.key not in skipped]
 
     truth = [item.truth for item in scored]
-    voted = [_vote(by_item[item.key], runs_per_item, tie_rule) for item in scored]
+    voted = [_vote(by_item[item.key], runs_per_item, scoring.tie_rule) for item in scored]
     answered = [(t, p) for t, p in zip(truth, voted, strict=True) if p is not None]
     per_run = _per_run(scored, latest, runs_per_item, metric_name) if runs_per_item > 1 else []
 
@@ -76,7 +75,7 @@ def summarize(
         n_scored=len(answered),
         n_skipped=len(skipped),
         runs_per_item=runs_per_item,
-        metric=_bootstrap(truth, voted, metric_name, replicates, seed),
+        metric=_bootstrap(truth, voted, metric_name, scoring.bootstrap_replicates, seed),
         metric_scored_only=score([t for t, _ in answered], [p for _, p in answered], metric_name)
         if answered
         else None,
@@ -92,8 +91,8 @@ def summarize(
         counts_by_status=dict(Counter(record.status for record in runs)),
         failure_reasons=dict(Counter(reason_kind(record) for record in runs if is_failure(record))),
         extraction_methods=dict(Counter(record.method for record in runs if record.method)),
-        tie_rule=tie_rule,
-        panda_null_as_zero=panda_null_as_zero,
+        tie_rule=scoring.tie_rule,
+        panda_null_as_zero=scoring.panda_null_as_zero,
         totals=_totals(runs, wall_s, ran),
         provenance=provenance,
         dataset_defects=list(dataset_defects),

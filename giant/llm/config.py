@@ -31,6 +31,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from giant.errors import ConfigError
+from giant.roles import Method, Operational
 
 PROVIDER_CONF = Path(__file__).resolve().parents[2] / "conf" / "provider"
 
@@ -46,40 +47,41 @@ class ProviderSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     implementation: ClassVar[str]  # "module:Class" of the provider, imported when it is built
 
-    name: str
-    model: str = Field(min_length=1)  # free-form: any model string the endpoint accepts
-    crop_size: int | None = Field(None, ge=1, le=4096)  # the conf layer's default S (module docstring)
-    pricing_file: str
+    name: Method[str]
+    model: Method[str] = Field(min_length=1)  # free-form: any model string the endpoint accepts
+    crop_size: Method[int | None] = Field(None, ge=1, le=4096)  # the conf layer's S (module docstring)
+    pricing_file: Operational[str]
 
 
 class SdkSettings(ProviderSettings):
     """What the three providers behind an HTTP API share."""
 
-    protocol: Literal["structured", "tools"]
-    base_url: str | None  # proxies, gateways, local servers
-    api_key_env: str | None  # the environment variable holding the key
-    max_tokens: int | None = Field(ge=1)
-    temperature: float | None
-    max_retries: int = Field(ge=0, le=10)  # transient failures asked again (giant.llm.retry), the one layer
-    timeout_s: float = Field(gt=0)
-    rpm: int | None = Field(ge=1)  # requests per minute, shared by all concurrent items
-    tpm: int | None = Field(ge=1)  # tokens per minute (estimated per request)
-    prompt_caching: bool
+    protocol: Method[Literal["structured", "tools"]]
+    base_url: Operational[str | None]  # proxies, gateways, local servers
+    api_key_env: Operational[str | None]  # the environment variable holding the key
+    max_tokens: Method[int | None] = Field(ge=1)
+    temperature: Method[float | None]
+    # Transient failures asked again (giant.llm.retry), the one layer.
+    max_retries: Operational[int] = Field(ge=0, le=10)
+    timeout_s: Operational[float] = Field(gt=0)
+    rpm: Operational[int | None] = Field(ge=1)  # requests per minute, shared by all concurrent items
+    tpm: Operational[int | None] = Field(ge=1)  # tokens per minute (estimated per request)
+    prompt_caching: Method[bool]
     key_required: ClassVar[bool] = True  # False: a local server may need no key
 
 
 class OpenAISettings(SdkSettings):
     implementation = "giant.llm.openai_provider:OpenAIProvider"
-    name: Literal["openai"]
-    reasoning_effort: str | None  # None leaves it unset (and asks for no encrypted reasoning)
-    image_detail: Literal["high", "low", "auto"]
+    name: Method[Literal["openai"]]
+    reasoning_effort: Method[str | None]  # None leaves it unset (and asks for no encrypted reasoning)
+    image_detail: Method[Literal["high", "low", "auto"]]
 
 
 class AnthropicSettings(SdkSettings):
     implementation = "giant.llm.anthropic_provider:AnthropicProvider"
-    name: Literal["anthropic"]
-    max_tokens: int = Field(ge=1)  # the Messages API requires it
-    thinking_budget: int | None = Field(ge=1024)  # extended thinking; None disables it
+    name: Method[Literal["anthropic"]]
+    max_tokens: Method[int] = Field(ge=1)  # the Messages API requires it
+    thinking_budget: Method[int | None] = Field(ge=1024)  # extended thinking; None disables it
 
     @model_validator(mode="after")
     def _thinking_limits(self) -> AnthropicSettings:
@@ -101,23 +103,23 @@ class AnthropicSettings(SdkSettings):
 class OpenAICompatibleSettings(SdkSettings):
     implementation = "giant.llm.openai_compatible:OpenAICompatibleProvider"
     key_required = False
-    name: Literal["openai_compatible"]
-    protocol: Literal["structured"]
-    base_url: str = Field(min_length=1)  # the server, e.g. http://127.0.0.1:8000/v1
-    image_detail: Literal["high", "low", "auto"]
-    json_schema: bool  # the server supports response_format json_schema
+    name: Method[Literal["openai_compatible"]]
+    protocol: Method[Literal["structured"]]
+    base_url: Operational[str] = Field(min_length=1)  # the server, e.g. http://127.0.0.1:8000/v1
+    image_detail: Method[Literal["high", "low", "auto"]]
+    json_schema: Method[bool]  # the server supports response_format json_schema
 
 
 class RandomSettings(ProviderSettings):
     implementation = "giant.llm.random_provider:RandomProvider"
-    name: Literal["random"]
-    seed: int
+    name: Method[Literal["random"]]
+    seed: Method[int]
 
 
 class ScriptedSettings(ProviderSettings):
     implementation = "giant.llm.scripted:ScriptedProvider"
-    name: Literal["scripted"]
-    script: str  # a JSONL of model outputs, one line per call (the YAML ships null: required)
+    name: Method[Literal["scripted"]]
+    script: Method[str]  # a JSONL of model outputs, one line per call (the YAML ships null: required)
 
     @field_validator("script", mode="before")
     @classmethod

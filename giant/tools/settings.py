@@ -7,18 +7,19 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from giant.llm.types import HYPOTHESES_CAP
+from giant.roles import Method, Operational
 
 
 class ConchSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     # "tiny-random" (a small random model built in code), a checkpoint file, or a Hugging Face repo id
-    weights: str = Field(min_length=1)
-    tokenizer: Path | None  # CONCH's tokenizer JSON; None: beside the checkpoint, or from the repo
-    max_hypotheses: int = Field(ge=1, le=HYPOTHESES_CAP)
-    device: str = Field(pattern=r"^(auto|cpu|cuda(:\d+)?|mps)$")
-    hf_token_env: str = Field(min_length=1)  # the environment variable holding the Hugging Face token
-    seed: int  # the tiny random model's weights
+    weights: Method[str] = Field(min_length=1)
+    tokenizer: Method[Path | None]  # CONCH's tokenizer JSON; None: beside the checkpoint, or from the repo
+    max_hypotheses: Method[int] = Field(ge=1, le=HYPOTHESES_CAP)
+    device: Operational[str] = Field(pattern=r"^(auto|cpu|cuda(:\d+)?|mps)$")  # where the model runs
+    hf_token_env: Operational[str] = Field(min_length=1)  # the variable holding the Hugging Face token
+    seed: Method[int]  # the tiny random model's weights
 
 
 class ToolSettings(BaseModel):

@@ -1,6 +1,7 @@
-"""Agent settings per mode: each conf/agent/<mode>.yaml mirrors its mode's settings model, a run
-carries only its mode's settings (so one mode's setting never moves another mode's config hash), and
-another mode's key is one line naming the modes that have it."""
+"""Agent settings per mode: each conf/agent/<mode>.yaml (the one place of every agent value) composes
+into its mode's settings model with the provider's S, a run carries only its mode's settings (so one
+mode's setting never moves another mode's config hash), and another mode's key is one line naming
+the modes that have it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from giant.agent.config import parse_agent
 from giant.agent.modes import MODES
@@ -36,16 +37,31 @@ def test_the_correction_limit_is_recorded_with_the_run(mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
-def test_each_mode_yaml_mirrors_its_settings_model(mode: str) -> None:
-    """Every key of the composed agent config is a field of the mode's model, with its default, so the
-    two cannot drift; and the model has no field the yaml lacks."""
-    conf = _compose([f"agent={mode}"]).agent
+def test_agent_models_hold_no_defaults(mode: str) -> None:
+    """A value in the model as well as in conf/ is written twice (and they drift): conf/ has it."""
     model = MODES[mode].settings
-    assert set(conf.keys()) == set(model.model_fields)
-    defaults = model()  # type: ignore[call-arg]
-    for key in model.model_fields:
-        if not OmegaConf.is_interpolation(conf, key):  # crop_size follows the provider
-            assert conf[key] == getattr(defaults, key), key
+    assert [name for name, field in model.model_fields.items() if not field.is_required()] == []
+
+
+@pytest.mark.parametrize("provider", ["random", "openai", "anthropic"])
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_each_mode_conf_composes_into_its_model(mode: str, provider: str) -> None:
+    """What the CLI composes and what parse_agent builds outside Hydra are the same settings, with the
+    provider's S (1000 for OpenAI, 500 for Claude)."""
+    cfg = _compose([f"agent={mode}", f"provider={provider}"])
+    assert set(cfg.agent.keys()) == set(MODES[mode].settings.model_fields)
+    agent = RunSettings.from_config(cfg).agent
+    assert agent == parse_agent({"mode": mode}, provider)
+    assert agent.crop_size == cfg.provider.crop_size
+
+
+def test_parse_agent_fills_what_it_is_not_given_from_conf() -> None:
+    assert parse_agent({"mode": "giant"}).crop_size == 1000  # conf/config.yaml's provider: random
+    assert parse_agent({"mode": "giant"}, "anthropic").crop_size == 500
+    assert parse_agent({"mode": "authors", "max_steps": 5}, "anthropic").model_dump() == {
+        **parse_agent({"mode": "authors"}, "anthropic").model_dump(),
+        "max_steps": 5,
+    }
 
 
 def test_a_giant_run_carries_no_other_modes_settings() -> None:

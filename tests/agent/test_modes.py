@@ -18,20 +18,28 @@ from giant.agent.episode_state import EpisodeState, RetryCounter
 from giant.agent.loop import image_part, overview
 from giant.agent.modes import MODES, CallPlan, Mode, modes_with_setting, register
 from giant.agent.modes.base import unregister
+from giant.agent.shipped import shipped_agent
 from giant.config import CONF_DIR, RunSettings
 from giant.core import Item
 from giant.eval.dryrun import estimate_cost
 from giant.llm.config import provider_settings
 from giant.llm.pricing import Pricing, Rates
 from giant.llm.types import TextPart
+from giant.roles import Method
 from giant.tracking.mlflow_logger import run_name
 from giant.tracking.tables import RunRecord, build_table, to_markdown
 from tests.agent.conftest import answer, run, scripted
 
 
 class GlanceConfig(RegionsConfig):
-    mode: Literal["glance"] = "glance"
-    glance_hint: bool = False  # a setting only this mode has
+    mode: Method[Literal["glance"]]
+    glance_hint: Method[bool] = False  # a setting only this mode has (a library mode has no conf/ file)
+
+
+def glance_settings(**changes: object) -> dict[str, object]:
+    """A mode registered by library code has no conf/ file: its shared settings are giant's."""
+    shared = {key: value for key, value in shipped_agent("giant").items() if key in GlanceConfig.model_fields}
+    return {**shared, "mode": "glance", **changes}
 
 
 class GlanceMode(Mode[GlanceConfig]):
@@ -69,12 +77,12 @@ def test_a_mode_defined_in_one_class_runs_everywhere(
     glance: Mode[GlanceConfig], tmp_path: Path, item: Item, slide_path: Path
 ) -> None:
     provider = scripted(tmp_path, [answer(3)])
-    traj = run(item, slide_path, provider, tmp_path / "out", mode="glance", crop_size=500)
+    traj = run(item, slide_path, provider, tmp_path / "out", **glance_settings(crop_size=500))
     assert (traj.mode, traj.status, traj.answer) == ("glance", "answered", '{"answer": 3}')
     assert len(traj.calls) == 1 and len(traj.regions) == 1
     assert max(traj.regions[0].output_width, traj.regions[0].output_height) == 500
 
-    cfg = GlanceConfig(crop_size=500)
+    cfg = GlanceConfig.model_validate(glance_settings(crop_size=500))
     pricing = Pricing({"gpt-5": Rates(input=1.0, cached_input=0.1, cache_write=0.0, output=10.0)})
     estimate = estimate_cost([item], {}, cfg, provider_settings("openai", model="gpt-5"), pricing, 2)
     assert estimate.calls_per_item_run == 1

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from giant.config import RunOptions, shipped
 from giant.core import Item
 from giant.data.demo import build_demo
 from giant.data.multipathqa import CSV_COLUMNS
@@ -189,8 +190,9 @@ def test_patch_answers_are_read_and_voted_again() -> None:
         patch_labels=[0, 2, None], status="answered",
     )  # fmt: skip
     failed = ResultRecord(**common, run_index=1, status="provider_error", reason="timeout")
-    again = rescore_records([voted, failed], [item], tie_rule="lowest_run_index", panda_null_as_zero=False)
+    scoring = shipped(RunOptions).scoring
+    again = rescore_records([voted, failed], [item], scoring.model_copy(update={"panda_null_as_zero": False}))
     assert (again[0].label, again[0].correct, again[0].patch_labels) == (2, True, [None, 2, None])
     assert again[1] == failed  # no answer was recorded: nothing to score
-    back = rescore_records(again, [item], tie_rule="lowest_run_index", panda_null_as_zero=True)
+    back = rescore_records(again, [item], scoring)
     assert back[0].label == 0 and back[0].correct is False

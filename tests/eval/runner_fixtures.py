@@ -13,8 +13,7 @@ import random
 from collections import Counter
 from pathlib import Path
 
-from giant.agent.config import AgentConfig
-from giant.agent.modes.navigation import GiantConfig
+from giant.agent.config import AgentConfig, parse_agent
 from giant.config import RunOptions, shipped
 from giant.core import Item
 from giant.eval.runner import run_eval
@@ -37,7 +36,7 @@ from giant.wsi.synthetic import write_synthetic_slide
 
 SLIDE_W, SLIDE_H = 2000, 1500
 SLIDES = ["a.svs", "b.svs"]  # written once per test module by the `wsi_root` fixture (conftest.py)
-AGENT = GiantConfig(max_steps=3, crop_size=256)
+AGENT = parse_agent({"mode": "giant", "max_steps": 3, "crop_size": 256})
 FAULTS = ("transient", "parse", "out_of_bounds", "hang")
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from giant.agent import run_episode
-from giant.agent.modes.navigation import GiantConfig
+from giant.agent.config import parse_agent
 from giant.config import RunOptions, shipped
 from giant.eval.results import read_results
 from giant.eval.runner import run_eval
@@ -25,7 +25,7 @@ from .runner_fixtures import SLIDE_H, SLIDE_W, SLIDES, FaultyProvider, make_item
 COST = 0.25  # dollars per call
 CALLS_PER_ITEM = 4  # the stub crops three times and answers at the fourth call: $1 per item
 BUDGET = 0.5
-AGENT = GiantConfig(max_steps=CALLS_PER_ITEM, crop_size=256)
+AGENT = parse_agent({"mode": "giant", "max_steps": CALLS_PER_ITEM, "crop_size": 256})
 
 
 class Metered:

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from giant.agent.modes.navigation import GiantConfig
-from giant.agent.modes.thumbnail import ThumbnailConfig
+from giant.agent.config import parse_agent
 from giant.core import Item
 from giant.eval.dryrun import DryRunReport, dry_run
 from giant.job_layout import DRY_RUN_FILE
@@ -38,7 +37,7 @@ def test_dry_run_lists_missing_and_unreadable_slides_and_writes_json(
     dataset: tuple[Path, list[Item]], tmp_path: Path
 ) -> None:
     root, items = dataset
-    agent = GiantConfig(max_steps=10, crop_size=1000)
+    agent = parse_agent({"mode": "giant", "max_steps": 10, "crop_size": 1000})
     report = dry_run(
         items,
         wsi_root=root,
@@ -68,7 +67,7 @@ def test_estimate_grows_quadratically_with_steps_and_linearly_with_runs(
     root, items = dataset
 
     def estimate(steps: int, runs: int = 1, provider: ProviderSettings = GPT5, crop: int = 1000):
-        agent = GiantConfig(max_steps=steps, crop_size=crop)
+        agent = parse_agent({"mode": "giant", "max_steps": steps, "crop_size": crop})
         return dry_run(
             items, wsi_root=root, agent=agent, provider=provider, pricing=PRICING, runs_per_item=runs
         ).estimate
@@ -83,7 +82,7 @@ def test_estimate_grows_quadratically_with_steps_and_linearly_with_runs(
     thumbnail = dry_run(
         items,
         wsi_root=root,
-        agent=ThumbnailConfig(),
+        agent=parse_agent({"mode": "thumbnail"}),
         provider=GPT5,
         pricing=PRICING,
         runs_per_item=1,
@@ -101,7 +100,7 @@ def test_dry_run_names_the_layout_of_each_slide_and_lists_duplicates(
     report = dry_run(
         items,
         wsi_root=root,
-        agent=GiantConfig(max_steps=3),
+        agent=parse_agent({"mode": "giant", "max_steps": 3}),
         provider=GPT5,
         pricing=PRICING,
         runs_per_item=1,

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from giant.agent.modes.navigation import GiantConfig
+from giant.agent.config import parse_agent
 from giant.eval.dryrun import DryRunReport, dry_run
 from giant.eval.results import ResultRecord, ResultsWriter, read_results
 from giant.job_layout import DRY_RUN_FILE, RESULTS_FILE
@@ -87,7 +87,7 @@ def test_dry_run_prints_low_expected_high_per_task_at_t20(
     report = dry_run(
         items,
         wsi_root=tmp_path,  # no slides: the estimate covers every item all the same
-        agent=GiantConfig(max_steps=20, crop_size=crop),
+        agent=parse_agent({"mode": "giant", "max_steps": 20, "crop_size": crop}),
         provider=provider_settings(name, model=model),
         pricing=PRICING,
         runs_per_item=2,
@@ -136,7 +136,7 @@ def test_pilot_forecast_from_finished_item_runs_contains_the_true_mean(tmp_path:
     report = dry_run(
         items,
         wsi_root=tmp_path,
-        agent=GiantConfig(max_steps=20),
+        agent=parse_agent({"mode": "giant", "max_steps": 20}),
         provider=provider_settings("openai", model="gpt-5"),
         pricing=PRICING,
         runs_per_item=2,

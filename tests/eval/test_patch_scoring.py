@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from giant.agent.modes.patch import PatchConfig
+from giant.agent.config import parse_agent
 from giant.core import Item
 from giant.eval.results import read_results
 from giant.llm.types import AnswerAction, CallContext, Conversation, ModelTurn, Step, Usage
 from tests.eval.runner_fixtures import SLIDES, evaluate
 
-PATCH = PatchConfig(max_steps=1, patch_count=3, patch_size=64)
+PATCH = parse_agent({"mode": "patch", "max_steps": 1, "patch_count": 3, "patch_size": 64})
 
 
 class PatchReplies:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from giant.agent.modes.navigation import GiantConfig
+from giant.agent.config import parse_agent
 from giant.errors import ConfigError
 from giant.eval.results import ResultRecord, ResultsWriter, read_results
 from giant.eval.resume import RETRYABLE, ResumeIndex, carry_over, run_key
@@ -78,7 +78,7 @@ def test_killed_run_resumes_without_calling_finished_items_and_matches_an_uninte
 
 def test_retry_failed_reruns_only_transient_failures(wsi_root: Path, tmp_path: Path) -> None:
     items = make_items(12, SLIDES)
-    agent = GiantConfig(max_steps=3, crop_size=256, max_retries=1)
+    agent = parse_agent({"mode": "giant", "max_steps": 3, "crop_size": 256, "max_retries": 1})
     faulty = FaultyProvider(seed=3, fault_rate=0.4, faults=("transient", "parse"))
     asyncio.run(evaluate(items, wsi_root, faulty, tmp_path, agent=agent))
     before = {r.slot: r for r in read_results(tmp_path / RESULTS_FILE)}

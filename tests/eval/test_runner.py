@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from giant.agent.modes.navigation import GiantConfig
+from giant.agent.config import parse_agent
 from giant.errors import ConfigError
 from giant.eval.results import RUNNER_ERROR, SKIPPED, read_results
 from giant.eval.resume import run_key
@@ -58,7 +58,9 @@ def test_fifty_items_with_thirty_percent_faulty_calls_lose_nothing(wsi_root: Pat
     provider = FaultyProvider(seed=7, fault_rate=0.3, answer_at=3)
     # The timeout is short for a hang, yet long enough that a healthy episode on two busy cores
     # never hits it while reading a crop.
-    agent = GiantConfig(max_steps=4, crop_size=256, max_retries=2, item_timeout_s=3.0)
+    agent = parse_agent(
+        {"mode": "giant", "max_steps": 4, "crop_size": 256, "max_retries": 2, "item_timeout_s": 3.0}
+    )
     items = make_items(50, SLIDES)
     summary = asyncio.run(evaluate(items, wsi_root, provider, tmp_path, agent=agent, concurrency=8))
 

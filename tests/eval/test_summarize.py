@@ -6,6 +6,7 @@ import pytest
 
 from giant.core import Item
 from giant.eval.results import SKIPPED, ResultRecord
+from giant.eval.scoring_settings import ScoringSettings
 from giant.eval.summarize import summarize
 from giant.eval.summary import Provenance
 
@@ -53,10 +54,10 @@ def summary_of(records: list[ResultRecord], items: list[Item], runs: int = 1, re
         dataset="demo",
         metric_name="balanced_accuracy",
         runs_per_item=runs,
-        replicates=200,
         seed=3,
-        tie_rule="lowest_run_index",
-        panda_null_as_zero=True,
+        scoring=ScoringSettings(
+            tie_rule="lowest_run_index", panda_null_as_zero=True, bootstrap_replicates=200
+        ),
         provenance=PROVENANCE,
         incomplete_reason=reason,
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from giant.agent import run_episode
-from giant.agent.modes.navigation import GiantConfig
+from giant.agent.config import parse_agent
 from giant.agent.trajectory import Trajectory
 from giant.llm.config import provider_settings
 from giant.llm.decode import decode_arguments, decode_step, decode_tool_call, json_objects, step_value
@@ -149,7 +149,9 @@ def test_an_episode_keeps_the_whole_reply_and_the_decode_note(
 
     async def go() -> Trajectory:
         provider = build_provider(provider_settings("openai", model="gpt-5"), http_client=api.client())
-        return await run_episode(item, slide, provider, GiantConfig(max_steps=5), out_dir=tmp_path / "traj")
+        return await run_episode(
+            item, slide, provider, parse_agent({"mode": "giant", "max_steps": 5}), out_dir=tmp_path / "traj"
+        )
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     trajectory = asyncio.run(go())

@@ -14,7 +14,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from giant.agent import run_episode
-from giant.agent.modes.navigation import GiantConfig
+from giant.agent.config import parse_agent
 from giant.agent.trajectory import Trajectory
 from giant.core import Item
 from giant.eval.results import ResultRecord, ResultsWriter
@@ -59,7 +59,7 @@ def sdk_episode(slide: Path, out: Path, ledger: Ledger) -> Trajectory:
         provider = build_provider(
             provider_settings("openai", reasoning_effort=None), http_client=api.client(), ledger=ledger
         )
-        cfg = GiantConfig(max_steps=len(CROPS) + 1, crop_size=600)
+        cfg = parse_agent({"mode": "giant", "max_steps": len(CROPS) + 1, "crop_size": 600})
         return await run_episode(ITEM, slide, provider, cfg, out_dir=out, record_requests=True, ledger=ledger)
 
     return asyncio.run(go())

@@ -15,8 +15,7 @@ import pytest
 from markupsafe import escape
 
 from giant.agent import run_episode
-from giant.agent.modes.navigation import GiantConfig
-from giant.agent.modes.random_regions import RandomRegionsConfig
+from giant.agent.config import parse_agent
 from giant.agent.trajectory import Call, Region, Trajectory
 from giant.core import Box, Item
 from giant.eval.results import ResultRecord, ResultsWriter
@@ -63,7 +62,7 @@ def scripted_episode(slide: Path, out: Path, tmp_path: Path) -> Trajectory:
         truth=2,
         metric="accuracy",
     )
-    cfg = GiantConfig(max_steps=5, crop_size=500)
+    cfg = parse_agent({"mode": "giant", "max_steps": 5, "crop_size": 500})
     return asyncio.run(run_episode(item, slide, provider, cfg, out_dir=out))
 
 
@@ -242,7 +241,15 @@ def test_regions_sent_with_the_overview_are_numbered(slide: Path, tmp_path: Path
         truth=1,
         metric="accuracy",
     )
-    cfg = RandomRegionsConfig(max_steps=4, crop_size=500, region_min_side=400, region_min_tissue=0)
+    cfg = parse_agent(
+        {
+            "mode": "random_regions",
+            "max_steps": 4,
+            "crop_size": 500,
+            "region_min_side": 400,
+            "region_min_tissue": 0,
+        }
+    )
     out = tmp_path / "rr"
     traj = asyncio.run(run_episode(item, slide, provider, cfg, out_dir=out, seed=1))
     extra = [r for r in traj.regions[1:] if r.call_index == 0]

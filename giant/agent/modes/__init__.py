@@ -12,6 +12,7 @@ from pydantic import Field
 
 from giant.agent.config import BaseAgentConfig
 from giant.agent.modes.base import MODES, CallPlan, Mode, find_mode, mode_of, modes_with_setting, register
+from giant.agent.shipped import shipped_agent
 
 for _module in pkgutil.iter_modules(__path__):
     if _module.name != "base":
@@ -26,14 +27,15 @@ else:
     ]
 
 
-def parse_agent(data: dict[str, Any]) -> BaseAgentConfig:
-    """Validate a mapping into its mode's settings (`mode` absent: giant); outside Hydra (library use,
-    tests), and for modes registered after import, which the `AgentConfig` union cannot know."""
+def parse_agent(data: dict[str, Any], provider: str | None = None) -> BaseAgentConfig:
+    """Validate a mapping into its mode's settings (`mode` absent: giant), each key it lacks taken
+    from conf/ with `provider`'s S (giant.agent.shipped); outside Hydra (library use, tests), and for
+    modes registered after import, which the `AgentConfig` union cannot know."""
     name = str(data.get("mode", "giant"))
     mode = find_mode(name)
     if mode is None:
         raise ValueError(f"agent.mode={name}: no such mode; choose one of {', '.join(sorted(MODES))}")
-    return mode.settings.model_validate({**data, "mode": name})
+    return mode.settings.model_validate({**shipped_agent(name, provider), **data, "mode": name})
 
 
 __all__ = [

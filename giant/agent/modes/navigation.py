@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 from pydantic import Field
 
 from giant.agent import instructions
-from giant.agent.config import Fill, RegionsConfig
+from giant.agent.config import RegionsConfig
 from giant.agent.modes.base import Mode, register
+from giant.roles import Method
 
 if TYPE_CHECKING:
     from giant.agent.episode_state import EpisodeState
@@ -20,27 +21,26 @@ if TYPE_CHECKING:
 class NavigationConfig(RegionsConfig):
     """The settings of the navigation loop, shared by giant, paper and authors."""
 
-    note_tool: bool = False
+    note_tool: Method[bool]
     # Tools the model may consult besides cropping (giant.tools; their settings under tools.<name>).
-    tools: list[Literal["conch"]] = Field(default_factory=list)
-    strict_crops: bool = False  # True: invalid boxes are fed back as errors instead of clamped
+    tools: Method[list[Literal["conch"]]]
+    strict_crops: Method[bool]  # True: invalid boxes are fed back as errors instead of clamped
     # Corrective messages after rule violations (a crop when the answer is due; an early answer in
     # paper mode); the next violation fails the item. The paper's "3 retries" (loop.py docstring).
-    max_corrections: int = Field(3, ge=0)
+    max_corrections: Method[int] = Field(ge=0)
 
 
 class GiantConfig(NavigationConfig):
-    mode: Literal["giant"] = "giant"
+    mode: Method[Literal["giant"]]
 
 
 class PaperConfig(NavigationConfig):
-    mode: Literal["paper"] = "paper"
+    mode: Method[Literal["paper"]]
 
 
 class AuthorsConfig(NavigationConfig):
-    mode: Literal["authors"] = "authors"
-    fill: Fill = "black"  # as the authors' reader
-    max_restarts: int = Field(3, ge=0)  # restarts of a whole episode after T calls without an answer
+    mode: Method[Literal["authors"]]
+    max_restarts: Method[int] = Field(ge=0)  # restarts of a whole episode after T calls without an answer
 
 
 @dataclass(frozen=True)

@@ -10,16 +10,16 @@ from pydantic import Field
 
 from giant.agent.config import BaseAgentConfig, TissueSampling
 from giant.agent.modes.base import CallPlan, Mode, register
+from giant.roles import Method
 
 if TYPE_CHECKING:
     from giant.agent.episode_state import EpisodeState
 
 
 class PatchConfig(BaseAgentConfig, TissueSampling):
-    mode: Literal["patch"] = "patch"
-    max_steps: int = Field(1, ge=1, le=100)
-    patch_count: int = Field(30, ge=1)
-    patch_size: int = Field(224, ge=16)  # level-0 pixels, shown at this size
+    mode: Method[Literal["patch"]]
+    patch_count: Method[int] = Field(ge=1)
+    patch_size: Method[int] = Field(ge=16)  # level-0 pixels, shown at this size
 
 
 @register

@@ -10,15 +10,16 @@ from pydantic import Field, model_validator
 from giant.agent import instructions
 from giant.agent.config import RegionsConfig, TissueSampling
 from giant.agent.modes.base import Mode, register
+from giant.roles import Method
 
 if TYPE_CHECKING:
     from giant.agent.episode_state import EpisodeState
 
 
 class RandomRegionsConfig(RegionsConfig, TissueSampling):
-    mode: Literal["random_regions"] = "random_regions"
-    region_min_side: int = Field(1000, ge=16)  # side ~ U[min, bound]
-    region_max_side: int | None = None  # None: the slide's short side
+    mode: Method[Literal["random_regions"]]
+    region_min_side: Method[int] = Field(ge=16)  # side ~ U[min, bound]
+    region_max_side: Method[int | None]  # None: the slide's short side
 
     @model_validator(mode="after")
     def _sides_in_order(self) -> RandomRegionsConfig:

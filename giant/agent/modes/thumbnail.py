@@ -9,15 +9,15 @@ from pydantic import Field
 
 from giant.agent.config import BaseAgentConfig
 from giant.agent.modes.base import CallPlan, Mode, register
+from giant.roles import Method
 
 if TYPE_CHECKING:
     from giant.agent.episode_state import EpisodeState
 
 
 class ThumbnailConfig(BaseAgentConfig):
-    mode: Literal["thumbnail"] = "thumbnail"
-    max_steps: int = Field(1, ge=1, le=100)
-    thumbnail_size: int = Field(1024, ge=250, le=4000)  # long side of the thumbnail
+    mode: Method[Literal["thumbnail"]]
+    thumbnail_size: Method[int] = Field(ge=250, le=4000)  # long side of the thumbnail
 
 
 @register

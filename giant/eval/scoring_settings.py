@@ -1,0 +1,22 @@
+"""How answers become the reported metric: the settings scoring, summarize and a re-score take whole.
+
+They are top-level run keys in conf/config.yaml (`tie_rule=...` on the command line); `RunOptions`
+extends this model, and `RunOptions.scoring` hands the scoring part on as one value, so a new scoring
+setting reaches every scorer without another argument threaded through.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from giant.roles import Scoring
+
+
+class ScoringSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    bootstrap_replicates: Scoring[int] = Field(ge=10)
+    tie_rule: Scoring[Literal["lowest_run_index"]]  # the one rule giant's votes use
+    panda_null_as_zero: Scoring[bool]
