@@ -13,6 +13,7 @@ import sys
 from typing import NoReturn
 
 EXIT_OK = 0  # the run is complete: every item-run was measured
+EXIT_FAILED = 1  # a one-off command (scripts/ask.py) ran and failed: its slide cannot be used, or no answer
 EXIT_CONFIG = 2  # a bad command line, setting or input (no slide found, no key, unwritable folder)
 EXIT_SETUP = 3  # stopped mid-run: the provider refused the setup, or the circuit breaker tripped
 EXIT_INCOMPLETE = 4  # ran to the end with item-runs left unmeasured (budget stop, missing slides)

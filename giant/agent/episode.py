@@ -24,7 +24,8 @@ from giant.core import Item
 from giant.job_layout import REQUESTS_FILE, TRAJECTORY_FILE
 from giant.llm.ledger import Ledger
 from giant.llm.types import Provider
-from giant.wsi.slide import Slide, SlideError
+from giant.wsi import SlideError, SlideMissing
+from giant.wsi.slide import Slide
 
 
 async def run_episode(
@@ -65,8 +66,6 @@ async def run_episode(
     deadline = asyncio.timeout(cfg.item_timeout_s)
     try:
         async with deadline:
-            if not slide_path.is_file():
-                raise EpisodeEnd("slide_missing", f"slide file not found: {slide_path}")
             with Slide.open(slide_path) as slide:
                 traj.slide_width, traj.slide_height = slide.width, slide.height
                 traj.slide_mpp = slide.mpp_x
@@ -85,6 +84,8 @@ async def run_episode(
                 await mode.run(ep)
     except EpisodeEnd as end:
         traj.status, traj.reason = end.status, end.reason
+    except SlideMissing as exc:  # planned for: skip_missing, resume and the breaker treat it apart
+        traj.status, traj.reason = "slide_missing", str(exc)
     except SlideError as exc:
         traj.status, traj.reason = "slide_error", str(exc)
     except TimeoutError:

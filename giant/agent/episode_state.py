@@ -29,7 +29,8 @@ from giant.llm.types import (
     TokenCounts,
     Usage,
 )
-from giant.wsi.slide import Slide, SlideError
+from giant.wsi import SlideError
+from giant.wsi.slide import Slide
 from giant.wsi.tissue import CROP_MASK_SIDE, TissueMask
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,8 @@ from pydantic import BaseModel, Field, computed_field
 
 from giant.core import Item
 from giant.data.slides import LAYOUTS, Layout, SlideLocation, locate_all
-from giant.wsi.slide import Slide, SlideError
+from giant.wsi import SlideError
+from giant.wsi.slide import Slide
 
 OPEN_WORKERS = 8  # opening a slide is I/O bound: overlap them
 SHOWN_PROBLEMS = 10

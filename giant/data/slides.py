@@ -28,6 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from giant.core import Item
+from giant.wsi.errors import SlideMissing, SlidePathInvalid
 
 TCGA_GROUP = "tcga"
 TCGA_BENCHMARKS = frozenset({"tcga", "tcga_slidebench", "tcga_expert_vqa"})  # share one slide folder
@@ -46,21 +47,13 @@ Layout = Literal[
 ]  # fmt: skip
 
 
-class SlidePathError(ValueError):
-    """image_path is empty or absolute, or a path built from the CSV would climb out of the WSI root."""
-
-
-class SlideMissingError(FileNotFoundError):
-    """No layout holds the slide."""
-
-
 class SlideLocation(BaseModel):
     path: Path  # the file to open (for a DICOM series: one .dcm file of it; OpenSlide finds the rest)
     layout: Layout
     duplicates: list[Path] = Field(default_factory=list)  # further matches, in search order, not used
 
 
-Located = SlideLocation | SlidePathError | SlideMissingError
+Located = SlideLocation | SlidePathInvalid | SlideMissing
 
 
 @dataclass(frozen=True)
@@ -94,8 +87,8 @@ def resolve_slide(wsi_root: Path, item: Item) -> Path:
 def locate_slide(wsi_root: Path, item: Item) -> SlideLocation:
     """The first match in SEARCH_ORDER; later matches of other files are listed as duplicates.
 
-    Raises SlidePathError for a CSV value that would leave the root, SlideMissingError when no
-    layout holds the slide.
+    Raises SlidePathInvalid for a CSV value that would leave the root, SlideMissing (with the exact
+    paths tried) when no layout holds the slide.
     """
     where = _where(Path(wsi_root), item)
     found: list[tuple[Layout, Path]] = []
@@ -108,10 +101,13 @@ def locate_slide(wsi_root: Path, item: Item) -> SlideLocation:
             seen.add(identity)
             found.append((layout, path))
     if not found:
-        exact = ", ".join(str(path) for path in where.in_each_folder(where.relative.name))
-        raise SlideMissingError(
+        tried = where.in_each_folder(where.relative.name)
+        exact = ", ".join(str(path) for path in tried)
+        raise SlideMissing(
             f"slide for {item.key} not found: tried {exact}, the GDC download folders, "
-            f"other slide extensions and a DICOM folder (see the README's 'Getting the slides')"
+            f"other slide extensions and a DICOM folder (see the README's 'Getting the slides')",
+            slide=item.key,
+            tried=tried,
         )
     (layout, path), rest = found[0], found[1:]
     return SlideLocation(path=path, layout=layout, duplicates=[p for _, p in rest])
@@ -124,7 +120,7 @@ def locate_all(wsi_root: Path, items: Iterable[Item]) -> dict[str, Located]:
     for item in items:
         try:
             located[item.key] = locate_slide(wsi_root, item)
-        except (SlidePathError, SlideMissingError) as exc:
+        except (SlidePathInvalid, SlideMissing) as exc:
             located[item.key] = exc
     return located
 
@@ -273,8 +269,9 @@ def _where(root: Path, item: Item) -> _Where:
 def _folder_name(item: Item, name: str, column: str) -> str:
     """A CSV value used as one folder name below the root must be exactly one plain component."""
     if not name.strip() or name in (".", "..") or any(sep in name for sep in ("/", "\\", "\0")):
-        raise SlidePathError(
-            f"{item.key}: {column} {name!r} cannot name a folder under the WSI root; fix the CSV"
+        raise SlidePathInvalid(
+            f"{item.key}: {column} {name!r} cannot name a folder under the WSI root; fix the CSV",
+            slide=item.key,
         )
     return name
 
@@ -282,11 +279,12 @@ def _folder_name(item: Item, name: str, column: str) -> str:
 def _safe_relative(item: Item) -> PurePosixPath:
     raw = item.image_path.replace("\\", "/")
     if not raw.strip():
-        raise SlidePathError(f"{item.key}: image_path is empty")
+        raise SlidePathInvalid(f"{item.key}: image_path is empty", slide=item.key)
     path = PurePosixPath(raw)
     normal = PurePosixPath(os.path.normpath(raw))
     if path.is_absolute() or raw.startswith("~") or (normal.parts and normal.parts[0] == ".."):
-        raise SlidePathError(
-            f"{item.key}: image_path {item.image_path!r} leaves the WSI root; use a relative path"
+        raise SlidePathInvalid(
+            f"{item.key}: image_path {item.image_path!r} leaves the WSI root; use a relative path",
+            slide=item.key,
         )
     return normal

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from giant.agent.trajectory import Region, Trajectory
 from giant.report.facts import ItemRun
-from giant.wsi.slide import Slide, SlideError
+from giant.wsi import SlideError
+from giant.wsi.slide import Slide
 from giant.wsi.tissue import CROP_MASK_SIDE, TissueMask
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,9 @@
 """Whole-slide access: open a slide, read crops the way the paper does (paper_facts §2), fast.
 
-OpenSlide reads every vendor format; all its failures become one `SlideError` whose message names
-the file and the cause, so the agent can record an item-level failure instead of crashing a run.
+OpenSlide reads every vendor format; all its failures (and the direct tile decoder's) become one
+of the slide errors (giant.wsi.errors): `SlideMissing` when there is no file, `SlideUnreadable`
+when there is one that cannot be read. The message names the file and the cause, so the agent can
+record an item-level failure instead of crashing a run.
 Aperio and generic tiled-TIFF levels with JPEG tiles are decoded directly (giant/wsi/tiles.py),
 several times faster than OpenSlide for large crops; both paths share the geometry in region.py.
 """
@@ -19,10 +21,11 @@ import openslide
 from PIL import Image
 
 from giant.core import Box
+from giant.wsi.errors import SlideError, SlideMissing, SlideUnreadable
 from giant.wsi.region import RegionImage, choose_level, clamp_box, output_size
-from giant.wsi.tiles import TileError, TileReader, resize
+from giant.wsi.tiles import TileReader, resize
 
-__all__ = ["Fill", "RegionImage", "Slide", "SlideError"]
+__all__ = ["Fill", "RegionImage", "Slide"]
 
 Fill = Literal["white", "black"]
 _FILL_RGB: dict[str, tuple[int, int, int]] = {"white": (255, 255, 255), "black": (0, 0, 0)}
@@ -33,10 +36,6 @@ THUMBNAIL_RANGE = (250, 4000)
 # (JPEG q75 itself is ~35 dB) at a fraction of Lanczos's cost, which would otherwise exceed the
 # tile decoding for crops just above a level's resolution.
 FINAL_RESAMPLE = Image.Resampling.BILINEAR
-
-
-class SlideError(Exception):
-    """A slide that is missing, in an unsupported format, unreadable or truncated."""
 
 
 class Slide:
@@ -69,21 +68,25 @@ class Slide:
         """
         path = Path(path)
         if not path.is_file():
-            raise SlideError(f"{path}: no such slide file (check the WSI root and the file name)")
+            raise SlideMissing(
+                f"{path}: no such slide file (check the WSI root and the file name)", slide=path, tried=[path]
+            )
         try:
             vendor = openslide.OpenSlide.detect_format(str(path))
         except openslide.OpenSlideError as exc:
-            raise SlideError(f"{path}: cannot open slide: {exc}") from exc
+            raise SlideUnreadable(f"{path}: cannot open slide: {exc}", slide=path) from exc
         if vendor is None:
-            raise SlideError(f"{path}: not a whole-slide format OpenSlide can read (e.g. .svs, .tiff, .ndpi)")
+            raise SlideUnreadable(
+                f"{path}: not a whole-slide format OpenSlide can read (e.g. .svs, .tiff, .ndpi)", slide=path
+            )
         try:
             handle = openslide.OpenSlide(str(path))
         except (openslide.OpenSlideError, openslide.OpenSlideUnsupportedFormatError) as exc:
-            raise SlideError(f"{path}: cannot open {vendor} slide: {exc}") from exc
+            raise SlideUnreadable(f"{path}: cannot open {vendor} slide: {exc}", slide=path) from exc
         slide = cls(path, handle, direct_tiles=direct_tiles)
         try:
             slide._probe()
-        except SlideError:
+        except SlideError:  # close the handle, whatever the probe found
             slide.close()
             raise
         return slide
@@ -123,7 +126,9 @@ class Slide:
         level = choose_level(self.level_downsamples, read.w, read.h, size)
         with self._idle:
             if self._closed:
-                raise SlideError(f"{self.path}: slide is closed (open it again to read)")
+                raise SlideUnreadable(
+                    f"{self.path}: slide is closed (open it again to read)", slide=self.path
+                )
             self._reads += 1
         try:
             image = self._render(read, level, output_size(read.w, read.h, size), _FILL_RGB[fill])
@@ -161,13 +166,17 @@ class Slide:
         if self._tiles is not None and self._tiles.has_level(level):
             try:
                 image, (ox, oy), r = self._tiles.read(level, x0, y0, x1, y1, (fx1 - fx0) / out[0], fill)
-            except TileError as exc:
-                raise SlideError(f"{self.path}: cannot read region {read} at level {level}: {exc}") from exc
+            except SlideUnreadable as exc:  # the tile decoder does not know the region: say which
+                raise SlideUnreadable(
+                    f"{self.path}: cannot read region {read} at level {level}: {exc}", slide=self.path
+                ) from exc
         else:
             try:
                 rgba = self._osr.read_region((round(x0 * ds), round(y0 * ds)), level, (x1 - x0, y1 - y0))
             except openslide.OpenSlideError as exc:
-                raise SlideError(f"{self.path}: cannot read region {read} at level {level}: {exc}") from exc
+                raise SlideUnreadable(
+                    f"{self.path}: cannot read region {read} at level {level}: {exc}", slide=self.path
+                ) from exc
             image, (ox, oy), r = _flatten(rgba, fill), (x0, y0), 1
         box = ((fx0 - ox) / r, (fy0 - oy) / r, (fx1 - ox) / r, (fy1 - oy) / r)
         if all(float(v).is_integer() for v in box) and (box[2] - box[0], box[3] - box[1]) == out:
@@ -180,7 +189,9 @@ class Slide:
         try:
             self._osr.read_region((0, 0), level, (min(w, 16), min(h, 16)))
         except openslide.OpenSlideError as exc:
-            raise SlideError(f"{self.path}: opens but its pixels cannot be decoded: {exc}") from exc
+            raise SlideUnreadable(
+                f"{self.path}: opens but its pixels cannot be decoded: {exc}", slide=self.path
+            ) from exc
 
 
 def _flatten(rgba: Image.Image, fill: tuple[int, int, int]) -> Image.Image:

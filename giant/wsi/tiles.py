@@ -26,6 +26,8 @@ import numpy as np
 import tifffile
 from PIL import Image
 
+from giant.wsi.errors import SlideUnreadable
+
 
 def _import_cv2() -> ModuleType | None:
     """OpenCV if installed (optional: only the final resize is faster with it, see resize).
@@ -70,10 +72,6 @@ _ADOBE_RGB = b"\xff\xee\x00\x0eAdobe\x00\x64\x00\x00\x00\x00\x00"
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
-
-
-class TileError(Exception):
-    """A tile that cannot be read or decoded (truncated file, corrupt JPEG data)."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +166,7 @@ class TileReader:
         if count == 0:
             return None
         if offset + count > self._size:
-            raise TileError(
+            raise SlideUnreadable(
                 f"tile {index} ends at byte {offset + count}, past the end of the file (truncated?)"
             )
         data = os.pread(self._fd, count, offset)
@@ -183,14 +181,14 @@ class TileReader:
             else:
                 image = _decode_scaled(lv.header + data[len(_SOI) :], scale)
         except (imagecodecs.Jpeg8Error, OSError, SyntaxError, ValueError) as exc:
-            raise TileError(
+            raise SlideUnreadable(
                 f"tile {index} cannot be decoded as a {lv.tile_w}x{lv.tile_h} RGB tile: {exc}"
             ) from exc
         if reduce > 1:
             image = image.reduce(reduce)
         factor = scale * reduce
         if image.size != (lv.tile_w // factor, lv.tile_h // factor):
-            raise TileError(
+            raise SlideUnreadable(
                 f"tile {index} decodes to {image.size} at 1/{factor}, not a {lv.tile_w}x{lv.tile_h} tile"
             )
         return image

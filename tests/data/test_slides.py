@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from giant.core import Item
-from giant.data.slides import SlideLocation, SlideMissingError, SlidePathError, locate_all, resolve_slide
+from giant.data.slides import SlideLocation, locate_all, resolve_slide
+from giant.wsi import SlideMissing, SlidePathInvalid
 
 
 def item(image_path: str, benchmark: str = "tcga_expert_vqa") -> Item:
@@ -48,13 +49,13 @@ def test_paths_leaving_the_root_are_rejected(tmp_path: Path, bad: str) -> None:
     root = tmp_path / "root"
     root.mkdir()
     touch(tmp_path / "outside.svs")
-    with pytest.raises(SlidePathError) as info:
+    with pytest.raises(SlidePathInvalid) as info:
         resolve_slide(root, item(bad))
     assert "\n" not in str(info.value) and "tcga_expert_vqa/7" in str(info.value)
 
 
 def test_missing_names_every_exact_path(tmp_path: Path) -> None:
-    with pytest.raises(SlideMissingError) as info:
+    with pytest.raises(SlideMissing) as info:
         resolve_slide(tmp_path, item("D.svs"))
     message = str(info.value)
     assert "\n" not in message
@@ -67,5 +68,7 @@ def test_locate_all_lists_every_problem(tmp_path: Path) -> None:
     items = [item("ok.svs"), item("gone.svs", "gtex"), item("../escape.svs", "panda")]
     located = locate_all(tmp_path, items)
     assert located["tcga_expert_vqa/7"] == SlideLocation(path=tmp_path / "ok.svs", layout="flat")
-    assert isinstance(located["gtex/7"], SlideMissingError) and "not found" in str(located["gtex/7"])
-    assert isinstance(located["panda/7"], SlidePathError) and "leaves the WSI root" in str(located["panda/7"])
+    assert isinstance(located["gtex/7"], SlideMissing) and "not found" in str(located["gtex/7"])
+    assert isinstance(located["panda/7"], SlidePathInvalid) and "leaves the WSI root" in str(
+        located["panda/7"]
+    )

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from giant.core import Item
-from giant.data.slides import LAYOUTS, SlideLocation, SlidePathError, locate_slide, resolve_slide
+from giant.data.slides import LAYOUTS, SlideLocation, locate_slide, resolve_slide
+from giant.wsi import SlideMissing, SlidePathInvalid
 from giant.wsi.slide import Slide
 
 TCGA = "TCGA-AA-0001-01Z-00-DX1"
@@ -129,7 +130,7 @@ def test_one_file_reached_through_a_symlinked_folder_is_not_a_duplicate(
 def test_a_slide_added_after_a_lookup_is_found(tmp_path: Path, openslide_fixtures: Path) -> None:
     """The folder listing behind the UUID-suffix layout is reused only while the folder is unchanged."""
     put(openslide_fixtures / "small.svs", tmp_path / "other.svs")
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(SlideMissing):
         locate_slide(tmp_path, tcga())
     expected = put(openslide_fixtures / "small.svs", tmp_path / f"{TCGA}.{SLIDE_UUID}.svs")
     assert locate_slide(tmp_path, tcga()).path == expected
@@ -148,7 +149,7 @@ def test_csv_values_that_would_leave_the_root_are_refused(
     put(openslide_fixtures / "small.svs", tmp_path / "outside" / f"{TCGA}.svs")
     dicom_series(openslide_fixtures, tmp_path / "outside" / "GTEX-1")
     item = tcga().model_copy(update={field: value})
-    with pytest.raises(SlidePathError) as info:
+    with pytest.raises(SlidePathInvalid) as info:
         locate_slide(root, item)
     column = {"benchmark": "benchmark_name"}.get(field, field)
     message = str(info.value)
@@ -159,5 +160,5 @@ def test_a_non_uuid_file_id_is_never_a_folder_name(tmp_path: Path, openslide_fix
     """GTEx and PANDA rows carry a sample id or a file name in file_id, not a GDC UUID: a folder
     named after it is only a DICOM series folder, never a GDC download folder."""
     put(openslide_fixtures / "small.svs", tmp_path / GTEX / f"{GTEX}.svs")
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(SlideMissing):
         locate_slide(tmp_path, gtex())

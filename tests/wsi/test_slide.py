@@ -18,7 +18,8 @@ import tifffile
 from PIL import Image
 
 from giant.core import Box
-from giant.wsi.slide import Slide, SlideError
+from giant.wsi import SlideError
+from giant.wsi.slide import Slide
 
 from .conftest import FINDING
 
@@ -269,7 +270,8 @@ def test_thin_boxes(slide: Slide, box: Box, size: int, out: tuple[int, int]) -> 
 CLOSE_WHILE_READING = """
 import sys, threading, time
 from giant.core import Box
-from giant.wsi.slide import Slide, SlideError
+from giant.wsi import SlideError
+from giant.wsi.slide import Slide
 
 slide = Slide.open(sys.argv[1], direct_tiles=False)
 started = threading.Barrier(5)

@@ -17,7 +17,8 @@ from giant.core import Item
 from giant.data.check import human_bytes
 from giant.data.fetch.settings import FetchSettings
 from giant.data.fetch.sources import SOURCES, FetchError, Remote, Source, gdc_remote, gtex_remote
-from giant.data.slides import SlideMissingError, SlidePathError, locate_slide
+from giant.data.slides import locate_slide
+from giant.wsi import SlideMissing, SlidePathInvalid
 
 
 class Target(BaseModel):
@@ -115,12 +116,12 @@ def _targets(items: Sequence[Item], wsi_root: Path) -> list[Target]:
         )
         try:
             target.present = locate_slide(wsi_root, item).layout
-        except SlideMissingError:
+        except SlideMissing:  # to be fetched: say why it cannot be, if so
             if target.source is None:
                 target.error = f"no download source for task {item.benchmark}"
             elif not item.file_id:
                 target.error = "the CSV gives no file_id for it"
-        except SlidePathError as exc:
+        except SlidePathInvalid as exc:
             target.error = str(exc)
         by_path[item.image_path] = target
     return list(by_path.values())
