@@ -7,7 +7,6 @@ so it can be read top to bottom and tested without the CLI.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,13 +17,13 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from giant.atomic import write_atomic
 from giant.config import RunSettings
 from giant.core import Item
 from giant.data.defects import Defect
 from giant.errors import EXIT_INCOMPLETE, EXIT_SETUP, ConfigError, RunStopped
 from giant.eval.summary import Summary
-from giant.job_layout import TRAJECTORIES_DIR, JobLayout
+from giant.record import TRAJECTORIES_DIR, JobLayout, write_resolved_config
+from giant.tracking.names import OUTPUT_DIR_TAG, OVERRIDES_TAG
 
 if TYPE_CHECKING:  # imported where used: a dry run never loads MLflow
     from giant.data.slides import Located
@@ -256,8 +255,8 @@ def _start_tracking(
         git_commit=git_commit(),
         sweep_id=sweep.parent_run_id if sweep else "",
     )
-    tags["overrides"] = " ".join(hydra_cfg.overrides.task)[:5000]
-    tags["output_dir"] = str(hydra_cfg.runtime.output_dir)
+    tags[OVERRIDES_TAG] = " ".join(hydra_cfg.overrides.task)[:5000]
+    tags[OUTPUT_DIR_TAG] = str(hydra_cfg.runtime.output_dir)
     return JobRun.start(settings, tags=tags, sweep=sweep, resume_run_id=resume_run_id)
 
 
@@ -268,6 +267,7 @@ def write_outputs(
     artifact path -> file. The trajectory.html pages go into the trajectory folders; `run_id` is the
     MLflow run they are logged to (their images then also load in MLflow's artifact view)."""
     from giant.tracking.artifacts import write_confusion_matrix, write_defects, write_predictions
+    from giant.tracking.viewer import write_job_pages
 
     files: dict[str, Path] = {}
     predictions = write_predictions(layout)
@@ -280,10 +280,9 @@ def write_outputs(
     defects = write_defects(summary.dataset_defects, layout)
     if defects is not None:
         files[defects.name] = defects
-    resolved = layout.resolved_config
-    write_atomic(resolved, (json.dumps(settings.record(), indent=2) + "\n").encode())
+    resolved = write_resolved_config(layout.out_dir, settings.record())
     files[f"{CONFIG_ARTIFACTS}/{resolved.name}"] = resolved
-    _write_viewer_pages(layout, run_id)
+    write_job_pages(layout.out_dir, mlflow_run_id=run_id)  # trajectory.html in each trajectory folder
     report = _write_run_report(layout)
     if report is not None:
         files[report.name] = report
@@ -304,17 +303,6 @@ def finish_tracking(
 
         log_traces(job, layout.out_dir)
     job.finish("FAILED" if summary.setup_failure else "FINISHED")  # a halted run is never FINISHED
-
-
-def _write_viewer_pages(layout: JobLayout, run_id: str | None) -> None:
-    """trajectory.html in each trajectory folder."""
-    from giant.tracking.viewer import write_html
-
-    for path in layout.trajectory_files():
-        try:
-            write_html(path.parent, mlflow_run_id=run_id)
-        except Exception as exc:  # a page is a convenience: never lose a run over it
-            log.warning("viewer: no trajectory.html for %s (%s)", path.parent.name, exc)
 
 
 def _write_run_report(layout: JobLayout) -> Path | None:

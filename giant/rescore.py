@@ -8,7 +8,6 @@ scripts/rescore.py only hands the composed config here.
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -33,19 +32,40 @@ from giant.config import (
 )
 from giant.errors import ConfigError
 from giant.eval.rescore import changed_record, rescore_records, rescore_summary
-from giant.eval.results import ResultRecord, ResultsWriter, read_results
 from giant.eval.summary import Summary
 from giant.job import CONFIG_ARTIFACTS, JobData, finish_tracking, load_data, write_outputs
-from giant.job_layout import JobLayout
 from giant.llm.config import ProviderConfig, settings_class
+from giant.record import (
+    JobLayout,
+    ResultRecord,
+    read_resolved_config,
+    read_results,
+    read_summary,
+    write_results,
+    write_summary,
+)
 from giant.roles import Role
 from giant.tools.settings import ToolSettings
-from giant.tracking.tables import RESCORE_TAG, SOURCE_START_TAG
+from giant.tracking.names import (
+    CONFIG_HASH_TAG,
+    FAILURE_TAG,
+    INTERRUPTION_TAG,
+    MLFLOW_PREFIX,
+    OUTPUT_DIR_TAG,
+    OVERRIDES_TAG,
+    RESCORE_TAG,
+    SOURCE_START_TAG,
+    STATUS_TAG,
+    SWEEP_ID_TAG,
+    tag_filter,
+)
 
 RUN_ID = re.compile(r"[0-9a-f]{32}")
 FIX = "pass source=<a job folder holding results.jsonl> or source=<an MLflow run id>"
 # Tags of the source run that describe that run, not its configuration: not copied to the re-score.
-RUN_ONLY_TAGS = frozenset({"status", "output_dir", "overrides", "interruption", "failure", "config_hash"})
+RUN_ONLY_TAGS = frozenset(
+    {STATUS_TAG, OUTPUT_DIR_TAG, OVERRIDES_TAG, INTERRUPTION_TAG, FAILURE_TAG, CONFIG_HASH_TAG}
+)
 
 
 class RescoreSettings(BaseModel):
@@ -103,10 +123,8 @@ def rescore_job(cfg: DictConfig) -> float:
     )
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     layout = JobLayout(out_dir)
-    with ResultsWriter(layout.results) as writer:
-        for rescored in records:
-            writer.append(rescored)
-    layout.summary.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_results(layout.results, records)
+    write_summary(out_dir, summary)
     outputs = write_outputs(settings, summary, layout)
     run_id = _track(settings, source, data, summary, layout, outputs) if settings.tracking.enabled else None
     before = source.summary.metric.point
@@ -162,8 +180,8 @@ def _read_folder(where: str, folder: Path) -> Source:
     if missing:
         raise ConfigError(f"source={where}: {', '.join(missing)} missing, not a finished job folder; {FIX}")
     try:
-        summary = Summary.model_validate_json(layout.summary.read_text(encoding="utf-8"))
-        config = json.loads(layout.resolved_config.read_text(encoding="utf-8"))
+        summary = read_summary(folder)
+        config = read_resolved_config(folder)
     except (ValueError, ValidationError) as exc:
         raise ConfigError(
             f"source={where}: unreadable job record ({str(exc).splitlines()[0]}); {FIX}"
@@ -178,7 +196,7 @@ def _attach_run(source: Source, folder: Path, tracking: TrackingSettings) -> Non
     client, experiment_id = open_experiment(tracking)
     runs = client.search_runs(
         [experiment_id],
-        f"tags.output_dir = '{folder.resolve()}'",
+        tag_filter(OUTPUT_DIR_TAG, str(folder.resolve())),
         order_by=["attributes.start_time DESC"],
         max_results=1,
     )
@@ -247,7 +265,7 @@ def _track(
 ) -> str:
     from giant.tracking.mlflow_logger import JobRun, job_tags, run_name, tracked
 
-    copied = {key: value for key, value in source.tags.items() if not key.startswith("mlflow.")}
+    copied = {key: value for key, value in source.tags.items() if not key.startswith(MLFLOW_PREFIX)}
     tags = {key: value for key, value in copied.items() if key not in RUN_ONLY_TAGS}
     tags.update(
         job_tags(
@@ -255,14 +273,14 @@ def _track(
             data.items,
             dataset_hash=data.dataset_hash,
             git_commit=summary.provenance.git_commit,
-            sweep_id=source.tags.get("sweep_id", ""),
+            sweep_id=source.tags.get(SWEEP_ID_TAG, ""),
         )
     )
     tags[RESCORE_TAG] = source.run_id or str(Path(source.where).resolve())
     if source.start_time:
         tags[SOURCE_START_TAG] = str(source.start_time)
-    tags["output_dir"] = str(layout.out_dir)
-    tags["overrides"] = " ".join(HydraConfig.get().overrides.task)[:5000]
+    tags[OUTPUT_DIR_TAG] = str(layout.out_dir)
+    tags[OVERRIDES_TAG] = " ".join(HydraConfig.get().overrides.task)[:5000]
     if not settings.tracking.run_name:
         name = f"{run_name(settings, summary.benchmark)}-rescore"
         settings.tracking = settings.tracking.model_copy(update={"run_name": name})

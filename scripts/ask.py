@@ -67,8 +67,8 @@ def ask(cfg: DictConfig) -> None:
     from giant.core import Item
     from giant.data.prompts import render_prompt
     from giant.eval.scoring import score_trajectory
-    from giant.job_layout import TRAJECTORY_FILE
     from giant.llm.factory import build_provider
+    from giant.record import TRAJECTORY_FILE
     from giant.tools import prepare
     from giant.tracking.viewer import write_html
     from giant.wsi import SlideError, SlideMissing

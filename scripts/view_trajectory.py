@@ -12,8 +12,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from giant.job_layout import TRAJECTORY_FILE
-from giant.tracking.viewer import load_trajectory, write_html
+from giant.record import TRAJECTORY_FILE, JobLayout, has_trajectory, read_trajectory
+from giant.tracking.viewer import Scored, scored_folders, write_html
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,17 +21,19 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("path", type=Path, help="a trajectory folder (or its trajectory.json)")
-    parser.add_argument("--truth", default=None, help="the true answer to show (default: from results.jsonl)")
+    parser.add_argument(
+        "--truth", default=None, help="the true answer to show (default: from its job's results)"
+    )
     verdict = parser.add_mutually_exclusive_group()
     verdict.add_argument("--correct", dest="correct", action="store_true", default=None)
     verdict.add_argument("--incorrect", dest="correct", action="store_false")
     args = parser.parse_args(argv)
     folder = args.path.parent if args.path.name == TRAJECTORY_FILE else args.path
-    if not (folder / TRAJECTORY_FILE).is_file():
+    if not has_trajectory(folder):
         print(f"view_trajectory: no {TRAJECTORY_FILE} in {folder}: pass a trajectory folder", file=sys.stderr)
         return 1
     try:
-        traj = load_trajectory(folder)
+        traj = read_trajectory(folder)
     except ValidationError as exc:
         print(
             f"view_trajectory: {folder / TRAJECTORY_FILE} is not a trajectory "
@@ -39,8 +41,17 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    print(write_html(folder, traj, truth=args.truth, correct=args.correct))
+    if args.truth is None and args.correct is None:
+        print(write_html(folder, traj, **_scored(folder)._asdict()))
+    else:
+        print(write_html(folder, traj, truth=args.truth, correct=args.correct))
     return 0
+
+
+def _scored(folder: Path) -> Scored:
+    """The folder's truth, verdict and label when it sits in a job folder (trajectories/<key>/run<k>)."""
+    job = JobLayout.of_trajectory(folder)
+    return scored_folders(job.out_dir).get(folder.resolve(), Scored()) if job is not None else Scored()
 
 
 if __name__ == "__main__":

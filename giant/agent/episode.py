@@ -19,11 +19,10 @@ from giant.agent.images import ImageStore
 from giant.agent.limits import Limits, SharedLimits
 from giant.agent.modes import mode_of
 from giant.agent.trajectory import Trajectory
-from giant.atomic import write_atomic
 from giant.core import Item
-from giant.job_layout import REQUESTS_FILE, TRAJECTORY_FILE
 from giant.llm.ledger import Ledger
 from giant.llm.types import Provider
+from giant.record import REQUESTS_FILE, write_trajectory
 from giant.wsi import SlideError, SlideMissing
 from giant.wsi.slide import Slide
 
@@ -102,5 +101,5 @@ async def run_episode(
         seconds=time.monotonic() - started,
     )
     if out_dir is not None:
-        write_atomic(out_dir / TRAJECTORY_FILE, traj.model_dump_json(indent=2).encode())
+        write_trajectory(out_dir, traj)
     return traj

@@ -4,12 +4,11 @@ of each flip read from them (results.jsonl does not keep the question)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from giant.compare.pairs import Comparison
 from giant.compare.sources import RunData
-from giant.job_layout import TRAJECTORIES_DIR, TRAJECTORY_FILE, TRAJECTORY_PAGE
+from giant.record import TRAJECTORIES_DIR, TRAJECTORY_PAGE, has_trajectory, read_trajectory
 
 
 def attach_trajectories(comparison: Comparison, runs: list[RunData], out_dir: Path) -> int:
@@ -45,10 +44,9 @@ def _target(letter: str, relative: str) -> str:
 
 
 def _question(folder: Path) -> str:
-    path = folder / TRAJECTORY_FILE
-    if not path.is_file():
+    if not has_trajectory(folder):
         return ""
     try:
-        return str(json.loads(path.read_text(encoding="utf-8")).get("question", ""))
-    except ValueError:
+        return read_trajectory(folder).question
+    except ValueError:  # pydantic's ValidationError too: a damaged trajectory only loses its question
         return ""

@@ -18,10 +18,10 @@ from pydantic import BaseModel, ConfigDict
 
 from giant.config import TrackingSettings, compared_settings
 from giant.errors import ConfigError
-from giant.eval.results import SKIPPED, ResultRecord, latest_by_slot
 from giant.eval.voting import majority_vote
-from giant.job_layout import REQUESTS_FILE, TRAJECTORY_FILE, TRAJECTORY_PAGE
+from giant.record import REQUESTS_FILE, SKIPPED, TRAJECTORY_PAGE, ResultRecord, has_trajectory, latest_by_slot
 from giant.rescore import RUN_ID, load_source
+from giant.tracking.names import JOB_ROLE, OUTPUT_DIR_TAG, ROLE_TAG, SWEEP_ID_TAG, tag_filter
 
 # What a trajectory page needs is the page, its JSON and its images; the recorded request bodies
 # (record_requests=true) can be large and are not copied.
@@ -63,7 +63,7 @@ class RunData(BaseModel):
 
     @property
     def sweep_id(self) -> str | None:
-        return self.tags.get("sweep_id") or None
+        return self.tags.get(SWEEP_ID_TAG) or None
 
     @property
     def name(self) -> str:
@@ -82,8 +82,8 @@ class RunData(BaseModel):
     def fetch_trajectory(self, relative: str, target: Path) -> bool:
         """Copy one trajectory folder (trajectory.json, trajectory.html, images) into `target`, from
         the local job folder or else the MLflow run's artifacts; False when neither has it."""
-        folder = self.folder or (Path(self.tags["output_dir"]) if self.tags.get("output_dir") else None)
-        if folder is not None and (folder / relative / TRAJECTORY_FILE).is_file():
+        folder = self.folder or (Path(self.tags[OUTPUT_DIR_TAG]) if self.tags.get(OUTPUT_DIR_TAG) else None)
+        if folder is not None and has_trajectory(folder / relative):
             shutil.copytree(folder / relative, target, ignore=PAGE_ONLY, dirs_exist_ok=True)
             return True
         if self.run_id is None:
@@ -97,7 +97,7 @@ class RunData(BaseModel):
                 shutil.copytree(local, target, ignore=PAGE_ONLY, dirs_exist_ok=True)
         except (MlflowException, OSError):
             return False
-        return (target / TRAJECTORY_PAGE).is_file() or (target / TRAJECTORY_FILE).is_file()
+        return (target / TRAJECTORY_PAGE).is_file() or has_trajectory(target)
 
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
@@ -131,7 +131,7 @@ def outcomes(records: list[ResultRecord], runs_per_item: int, tie_rule: str) -> 
             key=key,
             truth=runs[0].truth,
             label=label,
-            answer=shown.prediction or "",
+            answer=shown.answer_text,
             status=shown.status,
             trajectory=shown.trajectory,
         )
@@ -171,7 +171,9 @@ def sweep_run_ids(sweep_id: str, tracking: TrackingSettings, filter_string: str 
 
     client, experiment_id = open_experiment(tracking)
     where = " and ".join(
-        part for part in (f"tags.sweep_id = '{sweep_id}'", "tags.`giant.role` = 'job'", filter_string) if part
+        part
+        for part in (tag_filter(SWEEP_ID_TAG, sweep_id), tag_filter(ROLE_TAG, JOB_ROLE), filter_string)
+        if part
     )
     try:
         runs = client.search_runs([experiment_id], where, order_by=["attributes.start_time ASC"])

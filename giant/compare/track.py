@@ -11,15 +11,26 @@ import mlflow
 from giant.compare.pairs import Comparison
 from giant.compare.sources import RunData
 from giant.config import TrackingSettings
-from giant.job_layout import TRAJECTORIES_DIR
+from giant.record import TRAJECTORIES_DIR
+from giant.tracking.names import (
+    COMPARED_TAG,
+    COMPARISON_ROLE,
+    DATASET_TAG,
+    PARENT_TAG,
+    ROLE_TAG,
+    SWEEP_ID_TAG,
+    SWEEP_ROLE,
+    tag_filter,
+)
 
-ROLE = "comparison"
 ARTIFACT_DIR = "comparison"
 
 
 def _sweep_parent(client: mlflow.MlflowClient, experiment_id: str, sweep_id: str) -> str | None:
     runs = client.search_runs(
-        [experiment_id], f"tags.sweep_id = '{sweep_id}' and tags.`giant.role` = 'sweep'", max_results=1
+        [experiment_id],
+        f"{tag_filter(SWEEP_ID_TAG, sweep_id)} and {tag_filter(ROLE_TAG, SWEEP_ROLE)}",
+        max_results=1,
     )
     return runs[0].info.run_id if runs else None
 
@@ -51,15 +62,15 @@ def log_comparison(
 
     client, experiment_id = open_experiment(tracking)
     tags = {
-        "giant.role": ROLE,
-        "giant.compared": ",".join(run.run_id or str(run.folder or run.where) for run in runs),
-        "dataset": ",".join(dict.fromkeys(run.task for run in runs)),
+        ROLE_TAG: COMPARISON_ROLE,
+        COMPARED_TAG: ",".join(run.run_id or str(run.folder or run.where) for run in runs),
+        DATASET_TAG: ",".join(dict.fromkeys(run.task for run in runs)),
     }
     sweeps = {run.sweep_id for run in runs}
     if len(sweeps) == 1 and (sweep_id := sweeps.pop()):
-        tags["sweep_id"] = sweep_id
+        tags[SWEEP_ID_TAG] = sweep_id
         if (parent := _sweep_parent(client, experiment_id, sweep_id)) is not None:
-            tags["mlflow.parentRunId"] = parent
+            tags[PARENT_TAG] = parent
     run = client.create_run(experiment_id, run_name="comparison", tags=tags)
     run_id = run.info.run_id
     for name, value in pair_metrics(comparison).items():

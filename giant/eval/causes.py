@@ -16,7 +16,7 @@ from typing import get_args
 
 from giant.agent.trajectory import Trajectory
 from giant.core import TRANSIENT_CAUSES, SetupCause
-from giant.eval.results import ResultRecord
+from giant.record import ResultRecord
 
 SETUP_CAUSES: frozenset[str] = frozenset(get_args(SetupCause))
 

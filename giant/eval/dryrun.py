@@ -36,12 +36,12 @@ from giant.core import Item
 from giant.data.check import SlideRow, check_slides, first_lines
 from giant.data.slides import layout_counts
 from giant.eval.forecast import PilotForecast, pilot_forecast
-from giant.job_layout import DRY_RUN_FILE, JobLayout
 from giant.llm.caching import Block, BreakpointRule, CacheSplit, Request, Segment, every_prefix_cached
 from giant.llm.config import ProviderSettings
 from giant.llm.factory import provider_class
 from giant.llm.pricing import Pricing
 from giant.llm.types import Usage
+from giant.record import DRY_RUN_FILE, write_dry_run
 
 OUTPUT_TOKENS_PER_CALL = 400
 CHARS_PER_TOKEN = 4
@@ -180,8 +180,7 @@ def dry_run(
         pilot=pilot_forecast(pilot, item_runs) if pilot is not None else None,
     )
     if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        JobLayout(out_dir).dry_run.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        write_dry_run(out_dir, report)
     return report
 
 

@@ -17,9 +17,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from giant.eval.bootstrap import bootstrap_mean
-from giant.eval.results import latest_by_slot, read_results
 from giant.eval.resume import UNFINISHED
-from giant.job_layout import JobLayout
+from giant.record import JobLayout, latest_by_slot, read_results
 
 REPLICATES = 1000
 

@@ -7,7 +7,7 @@ from types import TracebackType
 
 from tqdm import tqdm
 
-from giant.eval.results import SKIPPED, ResultRecord
+from giant.record import SKIPPED, ResultRecord
 
 
 def is_failure(record: ResultRecord) -> bool:

@@ -1,7 +1,7 @@
 """A finished job's recorded answers scored again with other scoring settings, with no provider call.
 
-results.jsonl keeps each episode's answer text (`prediction`; a JSON list of the patch answers in
-patch mode), so extraction, votes, metrics and the bootstrap can be recomputed from it alone. Only
+results.jsonl keeps each episode's answer text (`prediction`, or in patch mode each patch's in
+`answers`), so extraction, votes, metrics and the bootstrap can be recomputed from it alone. Only
 answered item-runs (status `answered`, or `unparseable` when no label was read) are read again;
 every other record (provider errors, timeouts, missing slides) keeps its status: those never had an
 answer to score.
@@ -9,18 +9,17 @@ answer to score.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from giant.config import record_keys
 from giant.core import Item
 from giant.errors import ConfigError
-from giant.eval.results import UNPARSEABLE, ResultRecord
 from giant.eval.scoring import outcome_fields, score_answers
 from giant.eval.scoring_settings import ScoringSettings
 from giant.eval.summarize import summarize
 from giant.eval.summary import Summary
+from giant.record import UNPARSEABLE, ResultRecord
 from giant.roles import Role
 
 ANSWERED = "answered"
@@ -51,11 +50,7 @@ def rescore_records(
 
 
 def _rescored(record: ResultRecord, item: Item, scoring: ScoringSettings) -> ResultRecord:
-    patch_mode = record.patch_labels is not None  # the runner records patch labels in patch mode only
-    patch_answers = json.loads(record.prediction) if patch_mode and record.prediction else None
-    scored = score_answers(
-        None if patch_mode else record.prediction, patch_answers if patch_mode else None, item, scoring
-    )
+    scored = score_answers(record.prediction, record.answers, item, scoring)
     # The episode's own ending was "answered"; its reason is kept unless it was the scorer's.
     reason = "" if record.status == UNPARSEABLE else record.reason
     fields = {"status": ANSWERED, "reason": reason, "label": None, "correct": False}

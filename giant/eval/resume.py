@@ -23,8 +23,15 @@ from pydantic import BaseModel
 from giant.atomic import write_atomic
 from giant.errors import ConfigError
 from giant.eval.causes import record_cause
-from giant.eval.results import SKIPPED, ResultRecord, latest_by_slot, read_results
-from giant.job_layout import RESULTS_FILE, JobLayout
+from giant.record import (
+    RESULTS_FILE,
+    SKIPPED,
+    JobLayout,
+    ResultRecord,
+    latest_by_slot,
+    read_results,
+    write_results,
+)
 from giant.storage import copy_linking_images
 
 # Failures worth another attempt with retry_failed=true: the model's own failures that a second try may
@@ -155,7 +162,6 @@ def carry_over(
                 src, dst = resume_from / record.trajectory, out_dir / record.trajectory
                 if src.is_dir() and not dst.exists():
                     shutil.copytree(src, dst, copy_function=copy_linking_images)  # images stay on disk once
-    text = "".join(record.model_dump_json() + "\n" for record in kept.values())
-    write_atomic(JobLayout(out_dir).results, text.encode())
+    write_results(JobLayout(out_dir).results, kept.values())
     failures = sum(record.status in RETRYABLE for record in kept.values())
     return Carried(kept=kept, retried=dict(retried), kept_failures=failures)

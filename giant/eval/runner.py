@@ -27,7 +27,6 @@ from giant.agent import run_episode
 from giant.agent.config import AgentConfig
 from giant.agent.limits import LimitExceeded
 from giant.agent.trajectory import Trajectory
-from giant.atomic import write_atomic
 from giant.config import RunOptions
 from giant.core import Item
 from giant.data.defects import Defect
@@ -39,23 +38,25 @@ from giant.eval.limits import RunLimits
 from giant.eval.progress import Progress
 from giant.eval.provenance import build_provenance
 from giant.eval.rescore import rescore_records
-from giant.eval.results import (
-    RUNNER_ERROR,
-    SKIPPED,
-    ResultRecord,
-    ResultsWriter,
-    latest_by_slot,
-    read_results,
-)
 from giant.eval.resume import carry_over
 from giant.eval.scoring import outcome_fields, score_trajectory
 from giant.eval.summarize import summarize
 from giant.eval.summary import Summary
 from giant.interrupt import StopRequest
-from giant.job_layout import JobLayout, trajectory_dir
 from giant.llm.ledger import Ledger
 from giant.llm.pricing import Pricing
 from giant.llm.types import Provider
+from giant.record import (
+    RUNNER_ERROR,
+    SKIPPED,
+    JobLayout,
+    ResultRecord,
+    ResultsWriter,
+    latest_by_slot,
+    read_results,
+    trajectory_dir,
+    write_summary,
+)
 from giant.wsi import SlideMissing
 
 # After a stop request, how long calls already in flight may take to return: an answer that arrives
@@ -140,8 +141,7 @@ async def run_eval(
     dataset, metric_name = check_items(items)
     slots = {(item.key, k) for item in items for k in range(run.runs_per_item)}
     out_dir.mkdir(parents=True, exist_ok=True)
-    layout = JobLayout(out_dir)
-    results_path = layout.results
+    results_path = JobLayout(out_dir).results
     if resume_from is not None:
         rescore = partial(rescore_records, items=items, scoring=run.scoring)
         carried = carry_over(resume_from, out_dir, slots, retry_failed=run.retry_failed, rescore=rescore)
@@ -242,7 +242,7 @@ async def run_eval(
                 stop_cause=halt.cause,
                 dataset_defects=dataset_defects,
             )
-            write_atomic(layout.summary, (summary.model_dump_json(indent=2) + "\n").encode())
+            write_summary(out_dir, summary)
     return summary
 
 
@@ -341,9 +341,9 @@ def _scored_record(
     run: RunOptions,
 ) -> ResultRecord:
     totals = trajectory.totals
-    answers = trajectory.patch_answers
     fields: dict[str, object] = {
-        "prediction": trajectory.answer if answers is None else json.dumps(answers),
+        "prediction": trajectory.answer,
+        "answers": trajectory.patch_answers,
         "status": trajectory.status,
         "reason": trajectory.reason,
         "calls": totals.calls,

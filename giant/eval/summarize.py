@@ -19,11 +19,11 @@ from giant.eval.bootstrap import bootstrap
 from giant.eval.causes import record_cause
 from giant.eval.metrics import accuracy, balanced_accuracy, score
 from giant.eval.progress import is_failure
-from giant.eval.results import SKIPPED, ResultRecord, latest_by_slot
 from giant.eval.scoring_settings import ScoringSettings
 from giant.eval.summary import Bootstrap, Provenance, Summary, Totals
 from giant.eval.voting import majority_vote
 from giant.llm.types import TokenCounts
+from giant.record import SKIPPED, ResultRecord, latest_by_slot
 
 _PATH = re.compile(r"(?<![\w<])(?:[A-Za-z]:)?[\w.~-]*[/\\][^\s,;:()'\"]+")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")

@@ -1,7 +1,7 @@
 """The run report: one self-contained report.html per job, the page a researcher opens first.
 
 The facts of a job come from its folder only (results.jsonl, summary.json and the trajectories,
-through `giant.job_layout.JobLayout`), so the same page is written at the end of a job and again, at
+through `giant.record`), so the same page is written at the end of a job and again, at
 any later time, by `python -m giant.report <job folder>`.
 
     facts.py       the job folder read into records and trajectories

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from giant.eval.results import ResultRecord
 from giant.llm.types import TokenCounts
+from giant.record import ResultRecord
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,17 @@ from pydantic import ValidationError
 
 from giant.agent.trajectory import Trajectory
 from giant.errors import ConfigError
-from giant.eval.results import ResultRecord, latest_by_slot, read_results
 from giant.eval.summary import Summary
-from giant.job_layout import TRAJECTORY_FILE, TRAJECTORY_PAGE, JobLayout
+from giant.record import (
+    TRAJECTORY_PAGE,
+    JobLayout,
+    ResultRecord,
+    has_trajectory,
+    latest_by_slot,
+    read_results,
+    read_summary,
+    read_trajectory,
+)
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +63,7 @@ def _summary(layout: JobLayout) -> Summary | None:
     if not layout.summary.is_file():
         return None  # a job stopped before its first summary: the records still make a report
     try:
-        return Summary.model_validate_json(layout.summary.read_text(encoding="utf-8"))
+        return read_summary(layout.out_dir)
     except ValidationError as exc:
         log.warning(
             "report: %s is not a summary (%s); the page leaves it out", layout.summary, exc.errors()[0]
@@ -74,11 +82,11 @@ def _trajectory(layout: JobLayout, record: ResultRecord) -> Trajectory | None:
     """A missing or unreadable trajectory leaves its row without navigation facts, never the page."""
     if not record.trajectory:
         return None
-    path = layout.out_dir / record.trajectory / TRAJECTORY_FILE
-    if not path.is_file():
+    folder = layout.out_dir / record.trajectory
+    if not has_trajectory(folder):
         return None
     try:
-        return Trajectory.model_validate_json(path.read_text(encoding="utf-8"))
+        return read_trajectory(folder)
     except ValidationError as exc:
-        log.warning("report: %s is not a trajectory (%s)", path, exc.errors()[0]["msg"])
+        log.warning("report: %s has no valid trajectory (%s)", folder, exc.errors()[0]["msg"])
         return None

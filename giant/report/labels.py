@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from giant.eval.results import ResultRecord
+from giant.record import ResultRecord
 from giant.tracking.artifacts import NO_ANSWER, confusion_table
 
 DOMINANT_SHARE = 0.5  # a label given for more than this share of the answered item-runs is flagged

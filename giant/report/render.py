@@ -11,9 +11,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from giant import pages
-from giant.eval.results import SKIPPED, ResultRecord
-from giant.job_layout import TRAJECTORIES_DIR
 from giant.pages import Link
+from giant.record import SKIPPED, TRAJECTORIES_DIR, ResultRecord
 from giant.report import costs, labels, navigation, taxonomy
 from giant.report.facts import ItemRun, JobFacts, gather
 from giant.tracking.artifacts import NO_ANSWER

@@ -14,8 +14,8 @@ from giant.agent.modes import find_mode
 from giant.agent.modes.navigation import NavigationConfig
 from giant.agent.trajectory import Call, Trajectory
 from giant.core import Box
-from giant.eval.results import SKIPPED, UNPARSEABLE
 from giant.llm.types import CropAction
+from giant.record import SKIPPED, UNPARSEABLE
 from giant.report.facts import ItemRun
 
 # Causes in the order the page lists them; the text says what the model (or the run) did.

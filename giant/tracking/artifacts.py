@@ -16,8 +16,7 @@ import numpy as np
 import pandas as pd
 
 from giant.data.defects import Defect
-from giant.eval.results import read_results
-from giant.job_layout import JobLayout
+from giant.record import JobLayout, read_results
 
 COLUMNS = [
     "key",

@@ -28,6 +28,19 @@ from omegaconf import DictConfig, OmegaConf
 from giant.config import PathSettings, RunSettings, TrackingSettings
 from giant.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, ConfigError, exit_with
 from giant.outcomes import JobOutcome, clear_outcomes, exit_code, failure_line, read_outcomes
+from giant.tracking.names import (
+    DATASET_TAG,
+    FAILURE_TAG,
+    INTERRUPTION_TAG,
+    OUTPUT_DIR_TAG,
+    OVERRIDES_TAG,
+    PARENT_TAG,
+    ROLE_TAG,
+    STATUS_TAG,
+    SWEEP_ID_TAG,
+    SWEEP_ROLE,
+    tag_filter,
+)
 from giant.tracking.secrets import scrub, secret_values
 
 if TYPE_CHECKING:
@@ -84,7 +97,7 @@ class MlflowSweepCallback(Callback):
             exit_with(str(config.hydra.job.name), str(err))
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from giant.tracking.mlflow_logger import ROLE_TAG, SweepInfo, open_experiment
+        from giant.tracking.mlflow_logger import SweepInfo, open_experiment
 
         sweep_dir = Path(config.hydra.sweep.dir)
         try:
@@ -103,13 +116,17 @@ class MlflowSweepCallback(Callback):
         run = client.create_run(
             experiment_id,
             run_name=f"sweep {sweep_dir.name}",
-            tags={ROLE_TAG: "sweep", "status": "running", "overrides": scrub(overrides, secrets)[:5000]},
+            tags={
+                ROLE_TAG: SWEEP_ROLE,
+                STATUS_TAG: "running",
+                OVERRIDES_TAG: scrub(overrides, secrets)[:5000],
+            },
         )
         run_id = run.info.run_id
         self._open = (tracking, run_id)
         # A failing job aborts Hydra's sweep without on_multirun_end: close the parent on the way out.
         atexit.register(self._close_abandoned)
-        client.set_tag(run_id, "sweep_id", run_id)
+        client.set_tag(run_id, SWEEP_ID_TAG, run_id)
         client.log_param(run_id, "sweep_dir", str(sweep_dir))
         SweepInfo(tracking_uri=tracking.uri, experiment_id=experiment_id, parent_run_id=run_id).write(
             sweep_dir
@@ -127,12 +144,12 @@ class MlflowSweepCallback(Callback):
         client, _ = open_experiment(tracking)
         reason = stopped_by()
         if reason:  # a job of this process stopped cleanly on a signal or Ctrl-C: rerunning resumes
-            client.set_tag(run_id, "status", "interrupted")
-            client.set_tag(run_id, "interruption", reason)
+            client.set_tag(run_id, STATUS_TAG, "interrupted")
+            client.set_tag(run_id, INTERRUPTION_TAG, reason)
             client.set_terminated(run_id, status="KILLED")
             return
-        client.set_tag(run_id, "status", "failed")
-        client.set_tag(run_id, "failure", "the sweep stopped before all jobs finished (a job failed)")
+        client.set_tag(run_id, STATUS_TAG, "failed")
+        client.set_tag(run_id, FAILURE_TAG, "the sweep stopped before all jobs finished (a job failed)")
         client.set_terminated(run_id, status="FAILED")
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -157,7 +174,7 @@ class MlflowSweepCallback(Callback):
         """The parent's status counts every job: its child run, and its outcome, which is all there is
         of a job that stopped before it opened a run (a config error)."""
         from giant.interrupt import stopped_by
-        from giant.tracking.mlflow_logger import PARENT_TAG, SweepInfo, open_experiment
+        from giant.tracking.mlflow_logger import SweepInfo, open_experiment
 
         sweep = SweepInfo.read(Path(config.hydra.sweep.dir))
         if sweep is None:
@@ -167,7 +184,7 @@ class MlflowSweepCallback(Callback):
         client, _ = open_experiment(tracking)
         children = client.search_runs(
             [sweep.experiment_id],
-            filter_string=f"tags.`{PARENT_TAG}` = '{sweep.parent_run_id}'",
+            filter_string=tag_filter(PARENT_TAG, sweep.parent_run_id),
             max_results=5000,
         )
         jobs = jobs_status(children, outcomes)
@@ -183,8 +200,8 @@ class MlflowSweepCallback(Callback):
         )
         if interruption:
             overall = "interrupted"
-            client.set_tag(sweep.parent_run_id, "interruption", interruption)
-        client.set_tag(sweep.parent_run_id, "status", overall)
+            client.set_tag(sweep.parent_run_id, INTERRUPTION_TAG, interruption)
+        client.set_tag(sweep.parent_run_id, STATUS_TAG, overall)
         self._log_table(client, sweep.parent_run_id, children, outcomes)
         ended = {"failed": "FAILED", "interrupted": "KILLED"}.get(overall, "FINISHED")
         client.set_terminated(sweep.parent_run_id, status=ended)
@@ -200,11 +217,13 @@ class MlflowSweepCallback(Callback):
         by_dir = {outcome.output_dir: outcome for outcome in outcomes}
         rows = [
             {
-                **_outcome_columns(by_dir.pop(child.data.tags.get("output_dir", ""), None)),
+                **_outcome_columns(by_dir.pop(child.data.tags.get(OUTPUT_DIR_TAG, ""), None)),
                 "run_id": child.info.run_id,
                 "run_name": child.info.run_name,
                 "mlflow_status": child.info.status,
-                **{key: child.data.tags.get(key) for key in ("dataset", "agent_mode", "T", "S", "status")},
+                **{
+                    key: child.data.tags.get(key) for key in (DATASET_TAG, "agent_mode", "T", "S", STATUS_TAG)
+                },
                 **{
                     key: child.data.metrics.get(key)
                     for key in ("metric", "metric_boot_std", "n_items", "cost_usd")
@@ -232,13 +251,13 @@ def child_status(child: Run) -> str:
         return "interrupted"
     if child.info.status != "FINISHED":
         return "failed"
-    return "incomplete" if child.data.tags.get("status") == "incomplete" else "complete"
+    return "incomplete" if child.data.tags.get(STATUS_TAG) == "incomplete" else "complete"
 
 
 def jobs_status(children: list[Run], outcomes: list[JobOutcome]) -> dict[str, str]:
     """Each job's status by its output folder: the worse of its child run's and its outcome's (a job
     without a run, stopped by a config error, has only its outcome)."""
-    jobs = {child.data.tags.get("output_dir", child.info.run_id): child_status(child) for child in children}
+    jobs = {child.data.tags.get(OUTPUT_DIR_TAG, child.info.run_id): child_status(child) for child in children}
     for outcome in outcomes:
         jobs[outcome.output_dir] = sweep_status([jobs.get(outcome.output_dir, "complete"), outcome.status])
     return jobs

@@ -27,16 +27,26 @@ from giant.config import RunSettings, TrackingSettings
 from giant.core import Item
 from giant.errors import ConfigError
 from giant.eval.summary import Summary
-from giant.job_layout import SWEEP_FILE
+from giant.record import SWEEP_FILE
 from giant.storage import is_stored_image, link_or_copy
+from giant.tracking.names import (
+    CONFIG_HASH_TAG,
+    DATASET_TAG,
+    FAILURE_TAG,
+    INTERRUPTION_TAG,
+    JOB_ROLE,
+    PARENT_TAG,
+    ROLE_TAG,
+    SETUP_METRIC_PREFIX,
+    STATUS_METRIC_PREFIX,
+    STATUS_TAG,
+    SWEEP_ID_TAG,
+)
 from giant.tracking.params import to_params
 from giant.tracking.secrets import contains_secret, scrub, secret_values
 from giant.tracking.store import ensure_sqlite_store, opening_store, sqlite_path
 
 log = logging.getLogger(__name__)
-
-PARENT_TAG = "mlflow.parentRunId"
-ROLE_TAG = "giant.role"
 
 
 class SweepInfo(BaseModel):
@@ -115,7 +125,7 @@ def job_tags(
 ) -> dict[str, str]:
     benchmarks = sorted({item.benchmark for item in items})
     return {
-        ROLE_TAG: "job",
+        ROLE_TAG: JOB_ROLE,
         "dataset": "+".join(benchmarks) or settings.dataset.name,
         "metric_name": items[0].metric if items else "",
         "provider": settings.provider.name,
@@ -124,11 +134,11 @@ def job_tags(
         "T": str(settings.agent.max_steps),
         "S": str(settings.agent.crop_size),
         "runs_per_item": str(settings.run.runs_per_item),
-        "config_hash": settings.config_hash(),
+        CONFIG_HASH_TAG: settings.config_hash(),
         "dataset_hash": dataset_hash,
         "git_commit": git_commit or "unknown",
-        "sweep_id": sweep_id,
-        "status": "running",
+        SWEEP_ID_TAG: sweep_id,
+        STATUS_TAG: "running",
     }
 
 
@@ -171,9 +181,9 @@ def summary_metrics(summary: Summary) -> dict[str, float]:
     }
     metrics["n_slides_missing"] = summary.n_slides_missing
     for status, count in summary.counts_by_status.items():
-        metrics[f"status_{status}"] = count
+        metrics[f"{STATUS_METRIC_PREFIX}{status}"] = count
     for cause, count in summary.setup_causes.items():
-        metrics[f"setup_{cause}"] = count
+        metrics[f"{SETUP_METRIC_PREFIX}{cause}"] = count
     if summary.setup_failure:  # halted on a setup failure: no score to show, only what happened
         for name in SCORE_METRICS:
             metrics.pop(name, None)
@@ -245,7 +255,7 @@ class JobRun:
             metrics += [Metric("run_metric", value, now, k) for k, value in enumerate(summary.per_run)]
         self.client.log_batch(self.run_id, metrics=metrics)
         status = "stopped" if summary.setup_failure else "complete" if summary.complete else "incomplete"
-        tags = {"status": status, "dataset": summary.benchmark, "metric_name": summary.metric_name}
+        tags = {STATUS_TAG: status, DATASET_TAG: summary.benchmark, "metric_name": summary.metric_name}
         if not summary.complete:
             tags["incomplete_reason"] = summary.incomplete_reason[:500]
         self.set_tags(tags)
@@ -303,11 +313,11 @@ class JobRun:
         self.client.set_terminated(self.run_id, status=status)
 
     def interrupted(self, reason: str) -> None:
-        self.set_tags({"status": "interrupted", "interruption": reason})
+        self.set_tags({STATUS_TAG: "interrupted", INTERRUPTION_TAG: reason})
         self.finish("KILLED")
 
     def fail(self, reason: str) -> None:
-        self.set_tags({"status": "failed", "failure": reason[:500]})
+        self.set_tags({STATUS_TAG: "failed", FAILURE_TAG: reason[:500]})
         self.finish("FAILED")
 
 

@@ -24,6 +24,18 @@ from pydantic import BaseModel, ConfigDict
 
 from giant.agent.modes import find_mode
 from giant.errors import ConfigError
+from giant.tracking.names import (
+    DATASET_TAG,
+    PARENT_TAG,
+    REPORT_ROLE,
+    RESCORE_TAG,
+    ROLE_TAG,
+    SOURCE_START_TAG,
+    STATUS_TAG,
+    SWEEP_ID_TAG,
+    SWEEP_ROLE,
+    tag_filter,
+)
 from giant.tracking.published import (
     CAVEAT,
     CONCH_ABLATION,
@@ -37,12 +49,7 @@ from giant.tracking.published import Cell as PublishedCell
 
 log = logging.getLogger(__name__)
 
-SKIP_ROLES = frozenset({"sweep", "report"})  # parent and report runs carry no task metric
-# A re-score (scripts/rescore.py) is tagged with the run it re-scores and when that run's
-# configuration first ran: it takes its source's place in time, so it replaces its source (and
-# earlier re-scores of it) in a cell, while a newer run of the same configuration replaces both.
-RESCORE_TAG = "giant.rescore_of"
-SOURCE_START_TAG = "giant.source_start_time"
+SKIP_ROLES = frozenset({SWEEP_ROLE, REPORT_ROLE})  # parent and report runs carry no task metric
 MISSING = "-"
 UNKNOWN_RANK = 1000  # rows of a mode no longer registered go last
 
@@ -171,7 +178,7 @@ def _count(value: float | None) -> int | None:
 
 def _record(run: Run) -> RunRecord | None:
     tags, metrics = run.data.tags, run.data.metrics
-    if tags.get("giant.role") in SKIP_ROLES or "dataset" not in tags:
+    if tags.get(ROLE_TAG) in SKIP_ROLES or DATASET_TAG not in tags:
         return None
     if "metric_boot_mean" not in metrics or "metric_boot_std" not in metrics:
         return None
@@ -200,7 +207,7 @@ def _record(run: Run) -> RunRecord | None:
         if "n_items" in metrics and "n_scored" in metrics
         else None,
         cost_per_item=metrics.get("cost_per_item_usd"),
-        complete=tags.get("status") != "incomplete",
+        complete=tags.get(STATUS_TAG) != "incomplete",
         start_time=_int_or_none(tags.get(SOURCE_START_TAG)) or run.info.start_time or 0,
         rescored_at=(run.info.start_time or 0) if RESCORE_TAG in tags else 0,
     )
@@ -212,7 +219,7 @@ def load_runs(
     """Job runs of an experiment (optionally one sweep, or an MLflow filter) from the current
     tracking URI. Raises ConfigError with one line when there is nothing to tabulate."""
     where = " and ".join(
-        part for part in (f"tags.sweep_id = '{sweep_id}'" if sweep_id else "", filter_string or "") if part
+        part for part in (tag_filter(SWEEP_ID_TAG, sweep_id) if sweep_id else "", filter_string or "") if part
     )
     if mlflow.MlflowClient().get_experiment_by_name(experiment) is None:
         raise ConfigError(
@@ -601,18 +608,18 @@ def log_report(report: Report, *, experiment: str, sweep_id: str | None = None) 
     parent run when a sweep id is given), so the UI shows the table beside the runs it summarises."""
     exp = mlflow.MlflowClient().get_experiment_by_name(experiment)
     assert exp is not None  # load_runs found runs in it
-    tags = {"giant.role": "report"}
+    tags = {ROLE_TAG: REPORT_ROLE}
     if sweep_id:
-        tags["sweep_id"] = sweep_id
+        tags[SWEEP_ID_TAG] = sweep_id
         parents = mlflow.search_runs(
             experiment_ids=[exp.experiment_id],
-            filter_string=f"tags.sweep_id = '{sweep_id}'",
+            filter_string=tag_filter(SWEEP_ID_TAG, sweep_id),
             output_format="list",
         )
         assert isinstance(parents, list)
-        parent = next((r for r in parents if r.data.tags.get("giant.role") == "sweep"), None)
+        parent = next((r for r in parents if r.data.tags.get(ROLE_TAG) == SWEEP_ROLE), None)
         if parent is not None:
-            tags["mlflow.parentRunId"] = parent.info.run_id
+            tags[PARENT_TAG] = parent.info.run_id
     with mlflow.start_run(experiment_id=exp.experiment_id, run_name="report", tags=tags) as run:
         for path in report.files:
             mlflow.log_artifact(str(path), artifact_path="report")

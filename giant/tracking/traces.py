@@ -19,14 +19,13 @@ import mlflow
 from mlflow.entities import SpanType
 
 from giant.agent.trajectory import Call, Trajectory
-from giant.eval.results import latest_by_slot, read_results
-from giant.job_layout import TRAJECTORY_FILE, JobLayout
+from giant.record import JobLayout, has_trajectory, latest_by_slot, read_results, read_trajectory
 from giant.tracking.mlflow_logger import JobRun
+from giant.tracking.names import SOURCE_RUN
 from giant.tracking.secrets import scrub
 
 log = logging.getLogger(__name__)
 
-SOURCE_RUN = "mlflow.sourceRun"  # trace metadata key that links a trace to its run in the UI
 NS = 1_000_000_000
 
 
@@ -37,10 +36,10 @@ def log_traces(job: JobRun, out_dir: Path) -> int:
     experiment_id = job.client.get_run(job.run_id).info.experiment_id
     count = 0
     for record in records:
-        path = out_dir / record.trajectory / TRAJECTORY_FILE if record.trajectory else None
-        if path is None or not path.is_file():
+        folder = out_dir / record.trajectory if record.trajectory else None
+        if folder is None or not has_trajectory(folder):
             continue
-        trajectory = Trajectory.model_validate_json(path.read_text(encoding="utf-8"))
+        trajectory = read_trajectory(folder)
         _trace(trajectory, job, experiment_id, correct=record.correct)
         count += 1
     flush = getattr(mlflow, "flush_trace_async_logging", None)

@@ -14,7 +14,7 @@ anything else).
 
 from __future__ import annotations
 
-import functools
+import logging
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -23,9 +23,17 @@ from markupsafe import Markup
 from giant import pages
 from giant.agent.trajectory import Call, Region, ToolCall, Trajectory
 from giant.core import Box
-from giant.eval.results import latest_by_slot, read_results
-from giant.job_layout import TRAJECTORY_FILE, TRAJECTORY_PAGE, JobLayout, trajectory_dir
 from giant.llm.types import AnswerAction, ConchAction, CropAction, NoteAction, Step, Usage
+from giant.record import (
+    TRAJECTORY_PAGE,
+    JobLayout,
+    latest_by_slot,
+    read_results,
+    read_trajectory,
+    trajectory_dir,
+)
+
+log = logging.getLogger(__name__)
 
 COLOURS = ("#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#9a6324")
 
@@ -197,36 +205,35 @@ def render_html(
 
 
 class Scored(NamedTuple):
+    """What a page shows of its result record: the trajectory itself does not know the truth."""
+
     truth: str | None = None
     correct: bool | None = None
     label: str | None = None
 
 
-@functools.lru_cache(maxsize=4)
-def _scored_by_folder(results: Path, mtime_ns: int) -> dict[Path, Scored]:
-    """Every scored trajectory folder of one results.jsonl, parsed once per file version: the runner
-    writes a page per item, and re-reading the file for each would cost O(items^2)."""
+def scored_folders(out_dir: Path) -> dict[Path, Scored]:
+    """Every scored trajectory folder of a job (resolved) -> its truth, verdict and label, from one
+    read of the job's results: the runner writes a page per item, and a read per page is O(items^2)."""
     out: dict[Path, Scored] = {}
-    for record in latest_by_slot(read_results(results)).values():
+    for record in latest_by_slot(read_results(JobLayout(out_dir).results)).values():
         if record.trajectory:
             read = "none" if record.label is None else str(record.label)
-            out[(results.parent / record.trajectory).resolve()] = Scored(
+            out[(out_dir / record.trajectory).resolve()] = Scored(
                 str(record.truth), record.correct, f"{read} ({record.method or record.status})"
             )
     return out
 
 
-def _scored_result(folder: Path) -> Scored:
-    """Truth, verdict and label from the run's results.jsonl when the folder sits in a run's output
-    (<out>/trajectories/<item>/run<k>): the trajectory itself does not know the truth."""
-    folder = folder.resolve()
-    for out_dir in list(folder.parents)[:3]:
-        results = JobLayout(out_dir).results
-        if results.is_file():
-            found = _scored_by_folder(results, results.stat().st_mtime_ns).get(folder)
-            if found is not None:
-                return found
-    return Scored()
+def write_job_pages(out_dir: Path, *, mlflow_run_id: str | None = None) -> None:
+    """trajectory.html in each trajectory folder of the job in `out_dir`, scored from its results."""
+    scores = scored_folders(out_dir)
+    for folder in JobLayout(out_dir).trajectory_folders():
+        try:
+            truth, correct, label = scores.get(folder.resolve(), Scored())
+            write_html(folder, truth=truth, correct=correct, label=label, mlflow_run_id=mlflow_run_id)
+        except Exception as exc:  # a page is a convenience: never lose a run over it
+            log.warning("viewer: no trajectory.html for %s (%s)", folder.name, exc)
 
 
 def _answer(traj: Trajectory) -> str | None:
@@ -239,10 +246,6 @@ def _answer(traj: Trajectory) -> str | None:
     return traj.answer
 
 
-def load_trajectory(folder: Path) -> Trajectory:
-    return Trajectory.model_validate_json((folder / TRAJECTORY_FILE).read_text(encoding="utf-8"))
-
-
 def write_html(
     folder: Path,
     traj: Trajectory | None = None,
@@ -252,11 +255,9 @@ def write_html(
     label: str | None = None,
     mlflow_run_id: str | None = None,
 ) -> Path:
-    """Write folder/trajectory.html; without truth, verdict and label they are looked up in the
-    run's results.jsonl (the runner writes pages after scoring, the trajectory does not know them)."""
-    traj = traj if traj is not None else load_trajectory(folder)
-    if truth is None and correct is None and label is None:
-        truth, correct, label = _scored_result(folder)
+    """Write folder/trajectory.html with the truth, verdict and label the caller read from the job's
+    results (write_job_pages, scored_folders); the trajectory itself does not know them."""
+    traj = traj if traj is not None else read_trajectory(folder)
     path = folder / TRAJECTORY_PAGE
     page = render_html(traj, folder, truth=truth, correct=correct, label=label, mlflow_run_id=mlflow_run_id)
     path.write_text(page, encoding="utf-8")

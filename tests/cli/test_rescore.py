@@ -20,7 +20,8 @@ from giant.core import Item
 from giant.data.demo import build_demo
 from giant.data.multipathqa import CSV_COLUMNS
 from giant.eval.rescore import rescore_records
-from giant.eval.results import ResultRecord
+from giant.record import ResultRecord
+from giant.tracking.names import RESCORE_TAG, ROLE_TAG
 from giant.tracking.tables import RunRecord, latest_per_row_and_task
 from tests.cli.test_run_eval import MAKE_TABLES, ROOT, Env
 
@@ -122,8 +123,8 @@ def test_rescore_from_the_folder_reads_null_as_no_answer(job: Job) -> None:
     source = job.cli.client().get_run(job.run_id)
     run = _rescore_run(job, out)
     tags, params = run.data.tags, run.data.params
-    assert tags["giant.rescore_of"] == job.run_id
-    assert tags["giant.role"] == "job"
+    assert tags[RESCORE_TAG] == job.run_id
+    assert tags[ROLE_TAG] == "job"
     for tag in ("dataset", "agent_mode", "T", "S", "provider", "model", "runs_per_item", "sweep_id"):
         assert tags[tag] == source.data.tags[tag], tag
     assert params["panda_null_as_zero"] == "False" and params["bootstrap_replicates"] == "50"
@@ -141,7 +142,7 @@ def test_rescore_from_the_run_id_and_tables_use_it(job: Job) -> None:
     out, after = _rescore(job, job.run_id, "from_run", "panda_null_as_zero=false")
     assert after["metric"]["point"] == 0.0 and after["metric"]["replicates"] == 100  # kept from the source
     run = _rescore_run(job, out)
-    assert run.data.tags["giant.rescore_of"] == job.run_id
+    assert run.data.tags[RESCORE_TAG] == job.run_id
     assert run.data.params["panda_null_as_zero"] == "False"
 
     tables = job.cli.tmp / "tables"
@@ -186,7 +187,7 @@ def test_patch_answers_are_read_and_voted_again() -> None:
     common = {"key": item.key, "benchmark": "panda", "seed": 0, "truth": 2}
     patches = ['{"isup_grade": null}', '{"isup_grade": 2}', None]
     voted = ResultRecord(  # as the runner wrote it with panda_null_as_zero=true: a 0-2 tie, 0 first
-        **common, run_index=0, prediction=json.dumps(patches), label=0, method="patch_vote",
+        **common, run_index=0, answers=patches, label=0, method="patch_vote",
         patch_labels=[0, 2, None], status="answered",
     )  # fmt: skip
     failed = ResultRecord(**common, run_index=1, status="provider_error", reason="timeout")

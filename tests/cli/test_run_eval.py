@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from giant.tracking.names import PARENT_TAG, ROLE_TAG, SOURCE_RUN
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "run_eval.py"
 MAKE_TABLES = ROOT / "scripts" / "make_tables.py"
@@ -121,7 +123,7 @@ def test_sweep_has_one_parent_and_a_child_per_job(cli: Env, sweep: Path) -> None
     info = json.loads((sweep / "mlflow_sweep.json").read_text())
     client = cli.client()
     parent = client.get_run(info["parent_run_id"])
-    assert parent.data.tags["giant.role"] == "sweep"
+    assert parent.data.tags[ROLE_TAG] == "sweep"
     assert parent.info.status == "FINISHED" and parent.data.tags["status"] == "complete"
     children = _children(cli, parent.info.run_id)
     assert len(children) == 2
@@ -129,7 +131,7 @@ def test_sweep_has_one_parent_and_a_child_per_job(cli: Env, sweep: Path) -> None
     assert combos == {("giant", "3"), ("thumbnail", "3")}
     for child in children:
         assert child.info.status == "FINISHED"
-        assert child.data.tags["giant.role"] == "job"
+        assert child.data.tags[ROLE_TAG] == "job"
         assert child.data.tags["sweep_id"] == parent.info.run_id
         assert child.data.tags["provider"] == "random" and child.data.tags["dataset"] == "demo_shapes"
         assert child.data.tags["status"] == "complete"
@@ -223,14 +225,14 @@ def test_single_run_scripted_with_confusion_matrix_and_traces(cli: Env, single: 
     )
     assert len(runs) == 1
     run = runs[0]
-    assert "mlflow.parentRunId" not in run.data.tags and run.data.tags["sweep_id"] == ""
+    assert PARENT_TAG not in run.data.tags and run.data.tags["sweep_id"] == ""
     assert run.data.tags["provider"] == "scripted" and run.data.tags["dataset"] == "demo_count"
     assert run.data.metrics["metric"] == summary["metric"]["point"]
     assert run.data.metrics["crops_per_item"] == summary["totals"]["crops_per_item"] == 1.0
     top = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert "confusion_matrix.png" in top
     traces = client.search_traces(locations=[run.info.experiment_id], max_results=50)
-    mine = [t for t in traces if t.info.trace_metadata.get("mlflow.sourceRun") == run.info.run_id]
+    mine = [t for t in traces if t.info.trace_metadata.get(SOURCE_RUN) == run.info.run_id]
     assert len(mine) == 4
     spans = client.get_trace(mine[0].info.trace_id).data.spans
     assert len(spans) == 1 + 2  # the item, then one span per provider call (crop, answer)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from giant.tracking.names import JOB_ROLE, ROLE_TAG, tag_filter
 from tests.cli.test_run_eval import ROOT, Env
 
 COMPARE = ROOT / "scripts" / "compare.py"
@@ -48,7 +49,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     assert experiment is not None
     runs = client.search_runs(
         [experiment.experiment_id],
-        f"tags.sweep_id = '{sweep_id}' and tags.`giant.role` = 'job'",
+        f"tags.sweep_id = '{sweep_id}' and {tag_filter(ROLE_TAG, JOB_ROLE)}",
         order_by=["tags.T ASC"],
     )
     jobs = [Path(run.data.tags["output_dir"]) for run in runs]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from giant.compare.stats import mcnemar_exact
+from giant.tracking.names import COMPARED_TAG, PARENT_TAG, ROLE_TAG
 from tests.compare.conftest import COMPARE, Compared, Sweep
 from tests.compare.conftest import run_compare as _compare
 
@@ -64,10 +65,10 @@ def test_two_job_folders(sweep: Sweep, compared: Compared) -> None:
     }
     run_id = proc.stdout.split("logged as MLflow run ")[1].split()[0]
     run = sweep.cli.client().get_run(run_id)
-    assert run.data.tags["giant.role"] == "comparison"
-    assert run.data.tags["giant.compared"] == ",".join(sweep.run_ids)
+    assert run.data.tags[ROLE_TAG] == "comparison"
+    assert run.data.tags[COMPARED_TAG] == ",".join(sweep.run_ids)
     # both jobs belong to one sweep: the comparison is a child of the sweep's parent run
-    assert run.data.tags["mlflow.parentRunId"] == sweep.sweep_id
+    assert run.data.tags[PARENT_TAG] == sweep.sweep_id
     row = _pair_row(out)
     metrics = run.data.metrics
     assert metrics["demo_shapes.A_vs_B.difference"] == pytest.approx(float(row["difference"]))

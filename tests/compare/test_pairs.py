@@ -13,7 +13,7 @@ from giant.compare.render import to_csv, to_html, to_latex, to_markdown
 from giant.compare.sources import RunData, outcomes
 from giant.compare.stats import holm, mcnemar_exact
 from giant.errors import ConfigError
-from giant.eval.results import ResultRecord
+from giant.record import ResultRecord
 
 
 def _record(key: str, truth: int, label: int | None, run_index: int = 0) -> ResultRecord:
@@ -26,7 +26,7 @@ def _record(key: str, truth: int, label: int | None, run_index: int = 0) -> Resu
         label=label,
         truth=truth,
         correct=label == truth,
-        status="answered" if label is not None else "parse_error",
+        status="answered" if label is not None else "unparseable",
         trajectory=f"trajectories/t__{key}/run{run_index}",
     )
 
@@ -104,7 +104,7 @@ def test_rendered_files_name_failures_and_escape_html() -> None:
     b.items["t/2"] = b.items["t/2"].model_copy(update={"answer": "<script>alert(1)</script> grade 1"})
     comparison = compare_runs([a, b], replicates=20)
     md = to_markdown(comparison)
-    assert '| t/1 | right -> wrong | 1 | 1: {"answer": 1} | none (parse_error) |' in md
+    assert '| t/1 | right -> wrong | 1 | 1: {"answer": 1} | none (unparseable) |' in md
     page = to_html(comparison)
     assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; grade 1" in page
     rows = list(csv.DictReader(io.StringIO(to_csv(comparison))))

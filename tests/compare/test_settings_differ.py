@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 from giant.compare.pairs import compare_runs
 from giant.compare.sources import RunData, outcomes
 from giant.config import CONF_DIR, RunSettings
-from giant.eval.results import ResultRecord
+from giant.record import ResultRecord
 
 BASE = ["provider=openai", "dry_run=true"]
 

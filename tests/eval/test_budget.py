@@ -12,12 +12,11 @@ import pytest
 from giant.agent import run_episode
 from giant.agent.config import parse_agent
 from giant.config import RunOptions, shipped
-from giant.eval.results import read_results
 from giant.eval.runner import run_eval
 from giant.eval.summary import Summary
-from giant.job_layout import RESULTS_FILE
 from giant.llm.pricing import Pricing, Rates
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider
+from giant.record import RESULTS_FILE, read_results
 from giant.wsi.synthetic import write_synthetic_slide
 
 from .runner_fixtures import SLIDE_H, SLIDE_W, SLIDES, FaultyProvider, make_items

@@ -14,9 +14,9 @@ import pytest
 from giant.agent.config import parse_agent
 from giant.core import Item
 from giant.eval.dryrun import DryRunReport, dry_run
-from giant.job_layout import DRY_RUN_FILE
 from giant.llm.config import ProviderSettings, provider_settings
 from giant.llm.pricing import Pricing, Rates
+from giant.record import DRY_RUN_FILE
 from tests.eval.runner_fixtures import make_items, write_slides
 
 ROOT = Path(__file__).resolve().parents[2]

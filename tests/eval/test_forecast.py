@@ -14,13 +14,12 @@ import pytest
 
 from giant.agent.config import parse_agent
 from giant.eval.dryrun import DryRunReport, dry_run
-from giant.eval.results import ResultRecord, ResultsWriter, read_results
-from giant.job_layout import DRY_RUN_FILE, RESULTS_FILE
 from giant.llm.anthropic_provider import AnthropicProvider
 from giant.llm.caching import CacheSplit, Request, Segment
 from giant.llm.config import provider_settings
 from giant.llm.openai_provider import OpenAIProvider
 from giant.llm.pricing import Pricing, Rates
+from giant.record import DRY_RUN_FILE, RESULTS_FILE, ResultRecord, ResultsWriter, read_results
 from tests.eval.runner_fixtures import make_items
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,9 +15,9 @@ from giant.eval.budget import CallPricer, RunBudget
 from giant.eval.causes import Halt, fatal_reason
 from giant.eval.limits import RunLimits
 from giant.interrupt import StopRequest
-from giant.job_layout import TRAJECTORY_FILE
 from giant.llm.pricing import Pricing, Rates
 from giant.llm.types import CallContext, Conversation, FatalProviderError, ModelTurn, UserMessage
+from giant.record import TRAJECTORY_FILE
 
 from .runner_fixtures import AGENT, SLIDES, FaultyProvider, make_items
 

@@ -11,8 +11,8 @@ import pytest
 
 from giant.agent.config import parse_agent
 from giant.core import Item
-from giant.eval.results import read_results
 from giant.llm.types import AnswerAction, CallContext, Conversation, ModelTurn, Step, Usage
+from giant.record import read_results
 from tests.eval.runner_fixtures import SLIDES, evaluate
 
 PATCH = parse_agent({"mode": "patch", "max_steps": 1, "patch_count": 3, "patch_size": 64})
@@ -67,7 +67,8 @@ def test_patch_vote_reads_null_grades_with_the_run_setting(
     [record] = read_results(tmp_path / "results.jsonl")
     assert (record.label, record.patch_labels, record.method) == (label, patch_labels, "patch_vote")
     assert record.correct is (label == 0)
-    assert json.loads(record.prediction or "") == [json.dumps({"isup_grade": v}) for v in (None, 3, None)]
+    assert record.prediction is None  # patch mode has no single answer: each patch's is in `answers`
+    assert record.answers == [json.dumps({"isup_grade": v}) for v in (None, 3, None)]
 
 
 def test_patch_null_answers_are_no_answer_without_null_as_zero(tmp_path: Path, wsi_root: Path) -> None:

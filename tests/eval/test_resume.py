@@ -10,10 +10,9 @@ import pytest
 
 from giant.agent.config import parse_agent
 from giant.errors import ConfigError
-from giant.eval.results import ResultRecord, ResultsWriter, read_results
 from giant.eval.resume import RETRYABLE, ResumeIndex, carry_over, run_key
 from giant.eval.summary import Summary
-from giant.job_layout import RESULTS_FILE
+from giant.record import RESULTS_FILE, ResultRecord, ResultsWriter, read_results
 from tests.eval.runner_fixtures import (
     SLIDES,
     CountingProvider,

@@ -14,12 +14,11 @@ import pytest
 from giant import interrupt
 from giant.config import RunOptions, shipped
 from giant.core import Item
-from giant.eval.results import read_results
 from giant.eval.runner import STOP_GRACE_S, run_eval
 from giant.eval.summary import Summary
 from giant.interrupt import StopRequest, stop_on_signals
-from giant.job_layout import RESULTS_FILE
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider
+from giant.record import RESULTS_FILE, read_results
 from tests.eval.runner_fixtures import AGENT, SLIDES, CountingProvider, FaultyProvider, make_items
 
 

@@ -14,8 +14,6 @@ from pathlib import Path
 import pytest
 
 from giant.core import SetupCause
-from giant.eval.results import read_results
-from giant.job_layout import RESULTS_FILE
 from giant.llm.types import (
     CallContext,
     Conversation,
@@ -23,6 +21,7 @@ from giant.llm.types import (
     ModelTurn,
     TransientError,
 )
+from giant.record import RESULTS_FILE, read_results
 
 from .runner_fixtures import SLIDES, FaultyProvider, evaluate, make_items, write_slides
 

@@ -13,8 +13,7 @@ from pathlib import Path
 
 from giant.agent import run_episode
 from giant.eval.causes import trajectory_cause
-from giant.eval.results import read_results
-from giant.job_layout import RESULTS_FILE
+from giant.record import RESULTS_FILE, read_results
 
 from .runner_fixtures import AGENT, evaluate, make_items, random_provider
 

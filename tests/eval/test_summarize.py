@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from giant.core import Item
-from giant.eval.results import SKIPPED, ResultRecord
 from giant.eval.scoring_settings import ScoringSettings
 from giant.eval.summarize import summarize
 from giant.eval.summary import Provenance
+from giant.record import SKIPPED, ResultRecord
 
 PROVENANCE = Provenance(run_key="k", config_hash="c", dataset_hash="d")
 

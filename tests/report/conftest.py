@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from giant.job_layout import JobLayout
+from giant.record import JobLayout
 from giant.report import write_report
-from giant.tracking.viewer import write_html
+from giant.tracking.viewer import write_job_pages
 from tests.eval.runner_fixtures import SLIDES, evaluate, write_slides
 from tests.report.faults import FaultPlanProvider, make_items
 
@@ -32,8 +32,6 @@ def faulted(tmp_path_factory: pytest.TempPathFactory) -> FaultedJob:
     # In a thread of its own: Playwright's sync API keeps an event loop running in this one.
     with ThreadPoolExecutor(1) as pool:
         pool.submit(asyncio.run, evaluate(make_items(), wsi_root, provider, out, concurrency=4)).result()
-    layout = JobLayout(out)
-    for path in layout.trajectory_files():
-        write_html(path.parent)
+    write_job_pages(out)
     write_report(out)
-    return FaultedJob(layout, provider, wsi_root)
+    return FaultedJob(JobLayout(out), provider, wsi_root)

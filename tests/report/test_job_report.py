@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from giant.job_layout import TRAJECTORY_FILE, JobLayout
+from giant.record import TRAJECTORY_FILE, JobLayout
+from giant.tracking.names import JOB_ROLE, ROLE_TAG, tag_filter
 from giant.wsi.slide import Slide
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +56,7 @@ def test_job_logs_report_to_mlflow(tmp_path: Path) -> None:
 
     client = MlflowClient(uri)
     experiment = client.get_experiment_by_name("giant")
-    (run,) = client.search_runs([experiment.experiment_id], "tags.`giant.role` = 'job'")
+    (run,) = client.search_runs([experiment.experiment_id], tag_filter(ROLE_TAG, JOB_ROLE))
     names = [artifact.path for artifact in client.list_artifacts(run.info.run_id)]
     assert "report.html" in names
     logged = Path(client.download_artifacts(run.info.run_id, "report.html", str(tmp_path / "dl")))

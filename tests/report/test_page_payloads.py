@@ -18,8 +18,8 @@ from giant.compare.pairs import compare_runs
 from giant.compare.render import to_html
 from giant.compare.sources import RunData, outcomes
 from giant.core import Box
-from giant.eval.results import ResultRecord, ResultsWriter
 from giant.llm.types import AnswerAction, ConchAction, NoteAction, Step
+from giant.record import ResultRecord, ResultsWriter
 from giant.report import write_report
 from giant.tracking.viewer import write_html
 from tests.browser import open_page, serve

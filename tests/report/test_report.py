@@ -18,8 +18,7 @@ import pytest
 from markupsafe import escape
 from sklearn.metrics import recall_score
 
-from giant.eval.results import read_results
-from giant.job_layout import TRAJECTORY_FILE
+from giant.record import TRAJECTORY_FILE, read_results
 from giant.report import navigation, write_report
 from giant.report.facts import gather
 from giant.report.navigation import crops

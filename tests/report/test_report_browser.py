@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from giant.eval.results import read_results
+from giant.record import read_results
 from tests.browser import open_page, serve
 from tests.report.conftest import FaultedJob
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from mlflow.entities import Run
 
-from giant.eval.results import ResultRecord, read_results
+from giant.record import ResultRecord, read_results
 from tests.slurm.conftest import Report, SlurmStack, job_logs
 
 pytestmark = pytest.mark.slow

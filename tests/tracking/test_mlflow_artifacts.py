@@ -9,9 +9,8 @@ import pytest
 from PIL import Image
 
 from giant.core import Item
-from giant.eval.results import ResultRecord, ResultsWriter
 from giant.job import select_items
-from giant.job_layout import JobLayout
+from giant.record import JobLayout, ResultRecord, ResultsWriter
 from giant.tracking.artifacts import confusion_table, write_confusion_matrix, write_predictions
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from giant.job_layout import TRAJECTORY_PAGE, JobLayout
+from giant.record import TRAJECTORY_PAGE, JobLayout
 from giant.storage import is_stored_image
 from tests.tracking.responses_peer import responses_peer
 
@@ -51,7 +51,7 @@ def test_a_job_stores_each_image_once(tmp_path: Path) -> None:
     (run,) = MlflowClient(f"sqlite:///{db}").search_runs(experiment_ids=["1"])
     artifacts = Path(run.info.artifact_uri.removeprefix("file://"))
     layout = JobLayout(out)
-    folders = [path.parent for path in layout.trajectory_files()]
+    folders = layout.trajectory_folders()
     assert len(folders) == 2
     jpeg = 0
     for folder in folders:

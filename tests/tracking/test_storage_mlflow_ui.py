@@ -21,7 +21,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from giant.agent.trajectory import Trajectory
-from giant.job_layout import TRAJECTORIES_DIR, JobLayout, trajectory_dir
+from giant.record import TRAJECTORIES_DIR, JobLayout, trajectory_dir
 from giant.tracking.mlflow_logger import JobRun
 from giant.tracking.viewer import write_html
 from tests.browser import open_page

@@ -13,6 +13,7 @@ import pytest
 from PIL import Image
 
 from giant.errors import ConfigError
+from giant.tracking.names import PARENT_TAG, ROLE_TAG
 from giant.tracking.tables import (
     build_table,
     cells_csv,
@@ -61,7 +62,7 @@ def log_job(
         "S": str(S),
         "runs_per_item": str(k),
         "sweep_id": sweep,
-        "giant.role": role,
+        ROLE_TAG: role,
         "status": status,
     }
     run = client.create_run(exp_id, start_time=next(_clock), tags=tags)
@@ -185,11 +186,11 @@ def test_report_files_figures_and_report_run(filled: str, tmp_path: Path) -> Non
 
     run_id = log_report(report, experiment="giant", sweep_id="sw1")
     run = mlflow.get_run(run_id)
-    assert run.data.tags["giant.role"] == "report"
+    assert run.data.tags[ROLE_TAG] == "report"
     assert run.data.tags["sweep_id"] == "sw1"
-    assert "mlflow.parentRunId" in run.data.tags
-    parent = mlflow.get_run(run.data.tags["mlflow.parentRunId"])
-    assert parent.data.tags["giant.role"] == "sweep"
+    assert PARENT_TAG in run.data.tags
+    parent = mlflow.get_run(run.data.tags[PARENT_TAG])
+    assert parent.data.tags[ROLE_TAG] == "sweep"
     logged = {Path(a.path).name for a in mlflow.MlflowClient().list_artifacts(run_id, "report")}
     assert logged == names
     assert load_runs()  # the report run is not read back as a job

@@ -10,6 +10,7 @@ from pathlib import Path
 import mlflow
 import pytest
 
+from giant.tracking.names import REPORT_ROLE, ROLE_TAG, tag_filter
 from tests.tracking.test_tables import log_job
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,7 +45,7 @@ def test_cli_writes_tables_and_logs_report(mlflow_store: tuple[str, str], tmp_pa
         "scaling.png",
     }
     reports = mlflow.search_runs(
-        experiment_ids=[exp], filter_string="tags.`giant.role` = 'report'", output_format="list"
+        experiment_ids=[exp], filter_string=tag_filter(ROLE_TAG, REPORT_ROLE), output_format="list"
     )
     assert isinstance(reports, list) and len(reports) == 1
 

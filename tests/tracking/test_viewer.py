@@ -18,12 +18,11 @@ from giant.agent import run_episode
 from giant.agent.config import parse_agent
 from giant.agent.trajectory import Call, Region, Trajectory
 from giant.core import Box, Item
-from giant.eval.results import ResultRecord, ResultsWriter
-from giant.job_layout import trajectory_dir
 from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.types import AnswerAction, Step, Usage
-from giant.tracking.viewer import MLFLOW_IMAGES, render_html, write_html
+from giant.record import ResultRecord, ResultsWriter, trajectory_dir
+from giant.tracking.viewer import MLFLOW_IMAGES, render_html, write_html, write_job_pages
 from giant.wsi.synthetic import write_synthetic_slide
 
 REPO = Path(__file__).resolve().parents[2]
@@ -180,7 +179,7 @@ def test_patch_answers_are_shown_per_patch(tmp_path: Path) -> None:
     assert escape('patch 1: {"answer": 3}\npatch 2: (no answer)\npatch 3: <b>') in page
 
 
-def test_truth_and_verdict_come_from_the_runs_results(tmp_path: Path) -> None:
+def test_job_pages_take_truth_and_verdict_from_the_jobs_results(tmp_path: Path) -> None:
     folder = tmp_path / trajectory_dir("tcga/7", 0)
     folder.mkdir(parents=True)
     traj = hand_built(folder)
@@ -200,7 +199,8 @@ def test_truth_and_verdict_come_from_the_runs_results(tmp_path: Path) -> None:
                 trajectory=trajectory_dir(traj.item_key, 0),
             )
         )
-    page = write_html(folder).read_text()
+    write_job_pages(tmp_path)
+    page = (folder / "trajectory.html").read_text()
     assert "<td>truth</td><td>17</td>" in page and '<span class="bad">incorrect</span>' in page
     assert "<td>answer read as</td><td>4 (response_json)</td>" in page
 

@@ -1,8 +1,8 @@
-"""The one owner of a job folder's file names; every module that reads or writes a job's files
-asks a `JobLayout` instead of spelling a name.
+"""A job folder's file names and paths, private to giant.record: every other module reads and writes
+the folder through giant.record, so a name is spelled here only.
 
     <out_dir>/
-      results.jsonl          one line per finished item-run (giant.eval.results)
+      results.jsonl          one line per finished item-run (giant.record.results)
       summary.json           the metric and its context (giant.eval.summarize)
       predictions.csv        confusion_matrix.png  dataset_defects.json  resolved_config.json
       report.html            the run report a researcher opens first (giant.report)
@@ -95,6 +95,17 @@ class JobLayout:
     def trajectory(self, key: str, run_index: int) -> Path:
         return self.out_dir / trajectory_dir(key, run_index)
 
-    def trajectory_files(self) -> list[Path]:
-        """Every trajectory.json under trajectories/, in a stable order."""
-        return sorted(self.trajectories.rglob(TRAJECTORY_FILE)) if self.trajectories.is_dir() else []
+    def trajectory_folders(self) -> list[Path]:
+        """Every folder under trajectories/ holding a trajectory.json, in a stable order."""
+        if not self.trajectories.is_dir():
+            return []
+        return [path.parent for path in sorted(self.trajectories.rglob(TRAJECTORY_FILE))]
+
+    @classmethod
+    def of_trajectory(cls, folder: Path) -> JobLayout | None:
+        """The job holding a trajectory folder (<out>/trajectories/<safe key>/run<k>), computed from
+        the folder's place, not searched for; None for a folder outside a job (scripts/ask.py's)."""
+        folder = folder.resolve()
+        if len(folder.parents) < 3 or folder.parents[1].name != TRAJECTORIES_DIR:
+            return None
+        return cls(folder.parents[2])

@@ -3,6 +3,9 @@
 Lines are appended, flushed and fsync'd as each item-run finishes, so a crash loses at most the line
 being written; the reader drops a torn last line instead of failing. The summary is always computed
 from these lines, never from in-memory state, so a resumed run and an uninterrupted one agree.
+
+Patch mode's per-patch answers are a list (`answers`). Folders written before that kept them as JSON
+text in `prediction`; the reader converts such a line (`_upgraded`), so nothing else ever decodes it.
 """
 
 from __future__ import annotations
@@ -10,19 +13,25 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
+from typing import Any, Final, Literal
 
 from pydantic import ValidationError
 
-from giant.core import SetupCause
+from giant.atomic import write_atomic
+from giant.core import SetupCause, Status
 from giant.errors import ConfigError
 from giant.llm.types import TokenCounts
 
-# Statuses beyond the agent's Trajectory.Status: decided by the runner, not the episode.
-SKIPPED = "skipped"  # missing slide with skip_missing=true: reported, never scored
-UNPARSEABLE = "unparseable"  # the episode answered but no label could be extracted
-RUNNER_ERROR = "runner_error"  # run_episode raised (a bug): recorded so nothing is lost
+# Statuses beyond the episode's (giant.core.Status): decided by the runner, not the episode.
+RunnerStatus = Literal["skipped", "unparseable", "runner_error"]
+SKIPPED: Final = "skipped"  # missing slide with skip_missing=true: reported, never scored
+UNPARSEABLE: Final = "unparseable"  # the episode answered but no label could be extracted
+RUNNER_ERROR: Final = "runner_error"  # run_episode raised (a bug): recorded so nothing is lost
+# Every status a results.jsonl line may hold: written by the runner and the re-score, read by all.
+RecordStatus = Literal[Status, RunnerStatus]
 
 
 class ResultRecord(TokenCounts):
@@ -32,13 +41,14 @@ class ResultRecord(TokenCounts):
     benchmark: str
     run_index: int
     seed: int
-    prediction: str | None = None  # the model's answer text
+    prediction: str | None = None  # the model's answer text (None in patch mode)
+    answers: list[str | None] | None = None  # patch mode: each patch's answer text, in patch order
     label: int | None = None
     method: str | None = None  # how the label was extracted
     patch_labels: list[int | None] | None = None  # patch mode: the label each patch gave (voted)
     truth: int
     correct: bool = False
-    status: str
+    status: RecordStatus
     reason: str = ""
     cause: SetupCause | None = None  # set when the item-run failed for the setup, not the model
     calls: int = 0  # provider calls, failed ones included
@@ -51,6 +61,16 @@ class ResultRecord(TokenCounts):
     @property
     def slot(self) -> tuple[str, int]:
         return (self.key, self.run_index)
+
+    @property
+    def answer_text(self) -> str:
+        """The answer as one text for a reader: the answer, or in patch mode a line per patch."""
+        if self.answers is None:
+            return self.prediction or ""
+        return "\n".join(
+            f"patch {n}: {text if text is not None else '(no answer)'}"
+            for n, text in enumerate(self.answers, 1)
+        )
 
 
 class ResultsWriter:
@@ -84,6 +104,11 @@ class ResultsWriter:
         self.close()
 
 
+def write_results(path: Path, records: Iterable[ResultRecord]) -> None:
+    """The whole file at once, atomically: a resume that drops torn or retried lines, a re-score."""
+    write_atomic(path, "".join(record.model_dump_json() + "\n" for record in records).encode())
+
+
 def read_results(path: Path) -> list[ResultRecord]:
     """Every complete record, in file order; a torn last line (killed mid-write) is ignored.
 
@@ -98,7 +123,7 @@ def read_results(path: Path) -> list[ResultRecord]:
         if not text.strip():
             continue
         try:
-            records.append(ResultRecord.model_validate(json.loads(text)))
+            records.append(ResultRecord.model_validate(_upgraded(json.loads(text))))
         except (ValueError, ValidationError) as exc:
             is_last = all(not rest.strip() for rest in lines[number:])
             if is_last:
@@ -108,6 +133,18 @@ def read_results(path: Path) -> list[ResultRecord]:
                 f"{path} line {number}: not a result record ({first}); fix or remove it"
             ) from None
     return records
+
+
+def _upgraded(line: Any) -> Any:
+    """A line of an older job folder in today's form: patch mode (patch labels recorded) kept its
+    patch answers as JSON text in `prediction`; they become `answers`, and the episode had no single
+    answer. Today's lines and every non-patch line are returned as they are."""
+    if not isinstance(line, dict) or "answers" in line or line.get("patch_labels") is None:
+        return line
+    prediction = line.get("prediction")
+    if not isinstance(prediction, str):
+        return line
+    return {**line, "prediction": None, "answers": json.loads(prediction)}
 
 
 def latest_by_slot(records: list[ResultRecord]) -> dict[tuple[str, int], ResultRecord]:
