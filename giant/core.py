@@ -113,7 +113,9 @@ SetupCause = Literal[
     "server",
     "context",
     "bad_request",
+    "flex_capacity",  # OpenAI flex processing out of capacity (its own 429): wait, or fall back to standard
+    "flex_unsupported",  # the model does not take provider.service_tier=flex (a 400)
 ]
 
 # The causes worth asking again after a pause (giant.llm.retry); the others fail the same way each time.
-TRANSIENT_CAUSES: frozenset[SetupCause] = frozenset({"network", "rate_limit", "server"})
+TRANSIENT_CAUSES: frozenset[SetupCause] = frozenset({"network", "rate_limit", "server", "flex_capacity"})

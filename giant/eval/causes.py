@@ -22,7 +22,7 @@ SETUP_CAUSES: frozenset[str] = frozenset(get_args(SetupCause))
 
 # Nothing can succeed until the user acts, and every further call is a request that fails the same
 # way: the run stops at the first one.
-FATAL_CAUSES: frozenset[SetupCause] = frozenset({"key", "model_name", "quota"})
+FATAL_CAUSES: frozenset[SetupCause] = frozenset({"key", "model_name", "quota", "flex_unsupported"})
 
 # What each cause asks of the user, for the one line that stops a run.
 FIXES: dict[str, str] = {
@@ -35,6 +35,10 @@ FIXES: dict[str, str] = {
     "context": "the requests exceed the model's context: lower agent.max_steps, agent.crop_size or "
     "agent.max_images_in_context",
     "bad_request": "the server rejects the requests; see the reason, then fix the settings it names",
+    "flex_capacity": "flex processing kept answering 'resource unavailable': rerun later, raise "
+    "provider.flex_retries, or set provider.flex_fallback=standard (those calls cost the standard price)",
+    "flex_unsupported": "this model does not take provider.service_tier=flex: set "
+    "provider.service_tier=standard or pick a model that flex processing serves",
     "slide_unreadable": "the slide files cannot be opened; check them with scripts/fetch_slides.py",
     "slide_missing": "put the slides under paths.wsi_root (scripts/fetch_slides.py), or pass "
     "skip_missing=true to drop them",

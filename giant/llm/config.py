@@ -63,11 +63,19 @@ class SdkSettings(ProviderSettings):
     temperature: Method[float | None]
     # Transient failures asked again (giant.llm.retry), the one layer.
     max_retries: Operational[int] = Field(ge=0, le=10)
-    timeout_s: Operational[float] = Field(gt=0)
+    timeout_s: Operational[float | None] = Field(gt=0)  # None: chosen per provider (client_timeout_s)
     rpm: Operational[int | None] = Field(ge=1)  # requests per minute, shared by all concurrent items
     tpm: Operational[int | None] = Field(ge=1)  # tokens per minute (estimated per request)
     prompt_caching: Method[bool]
     key_required: ClassVar[bool] = True  # False: a local server may need no key
+
+    def client_timeout_s(self) -> float:
+        """The SDK client's timeout for one request: timeout_s, else the SDKs' own 10 minutes."""
+        return STANDARD_TIMEOUT_S if self.timeout_s is None else self.timeout_s
+
+
+STANDARD_TIMEOUT_S = 600.0  # the openai and anthropic SDKs' own default
+FLEX_TIMEOUT_S = 900.0  # OpenAI's advice for flex processing, whose replies queue for capacity
 
 
 class OpenAISettings(SdkSettings):
@@ -75,6 +83,17 @@ class OpenAISettings(SdkSettings):
     name: Method[Literal["openai"]]
     reasoning_effort: Method[str | None]  # None leaves it unset (and asks for no encrypted reasoning)
     image_detail: Method[Literal["high", "low", "auto"]]
+    # The price tier, not the answer: the same model answers, slower and for half the price under flex.
+    service_tier: Operational[Literal["standard", "flex"]]
+    # Flex "resource unavailable" 429s asked again, apart from max_retries; then flex_fallback decides.
+    flex_retries: Operational[int] = Field(ge=0, le=100)
+    flex_fallback: Operational[Literal["wait", "standard"]]  # keep asking flex, or pay standard for the call
+
+    def client_timeout_s(self) -> float:
+        """timeout_s when set; else 10 minutes, or 15 under flex, whose replies wait longer."""
+        if self.timeout_s is not None:
+            return self.timeout_s
+        return FLEX_TIMEOUT_S if self.service_tier == "flex" else STANDARD_TIMEOUT_S
 
 
 class AnthropicSettings(SdkSettings):

@@ -1,11 +1,12 @@
 """The ledger: every paid provider reply, kept so that no call is ever paid for twice.
 
 A call's key hashes what determines its reply: the provider, the model, the settings that change
-the request or the reply (not the key's variable, pacing, timeouts or retries), the exact wire
-request with each image replaced by its hash, and the item-run's run index (the runs of one item are
-independent samples, so they never answer each other). A rerun that sends the same request for the
-same run is answered from here at no cost: a killed episode continues where it stopped, a pilot's
-items are free in the full run, and more runs per item reuse the runs already paid for.
+the request or the reply (not the key's variable, pacing, timeouts, retries or the price tier), the
+exact wire request with each image replaced by its hash (less its `service_tier`), and the
+item-run's run index (the runs of one item are independent samples, so they never answer each
+other). A rerun that sends the same request for the same run is answered from here at no cost: a
+killed episode continues where it stopped, a pilot's items are free in the full run, and more runs
+per item reuse the runs already paid for.
 
 Layout (plain JSON, inspectable with `python -m giant.llm.ledger DIR`):
   calls/<key[:2]>/<key>.json   the sanitized request, the raw reply, its usage and cost, the time
@@ -36,8 +37,15 @@ from giant.llm.types import Conversation, ImagePart, UserMessage
 from giant.storage import image_name
 
 LEDGER_DIR = "ledger"  # under paths.cache_dir
-# Settings that never change what the server answers: the key's variable, pacing, retries, prices.
-_NOT_IN_KEY = frozenset({"api_key_env", "rpm", "tpm", "timeout_s", "max_retries", "pricing_file"})
+# Settings that never change what the server answers: the key's variable, pacing, retries, prices, and
+# the price tier (a flex reply is the standard one, billed at half: a pilot paid at one tier
+# replays free under the other).
+_NOT_IN_KEY = frozenset(
+    {"api_key_env", "rpm", "tpm", "timeout_s", "max_retries", "pricing_file"}
+    | {"service_tier", "flex_retries", "flex_fallback"}
+)
+# Wire fields of the same kind: what the request asks of billing, not of the model.
+_WIRE_NOT_IN_KEY = frozenset({"service_tier"})
 
 
 class LedgerEntry(BaseModel):
@@ -58,6 +66,8 @@ class LedgerEntry(BaseModel):
 def call_key(*, provider: str, model: str, settings: dict[str, Any], request: Any, run_index: int) -> str:
     """sha256 over what determines a reply (module docstring); `request` is already sanitized."""
     kept = {name: value for name, value in settings.items() if name not in _NOT_IN_KEY}
+    if isinstance(request, dict):
+        request = {name: value for name, value in request.items() if name not in _WIRE_NOT_IN_KEY}
     payload = {
         "provider": provider,
         "model": model,

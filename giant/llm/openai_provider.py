@@ -5,6 +5,8 @@ structured: the step comes back as JSON under a strict json_schema derived from 
 tools: the authors' protocol, function tools slide_zoom/note and the final answer as plain text;
 every crop of a turn is returned, in order (paper_facts §1). Caching is OpenAI's automatic prefix
 cache, steered per item with prompt_cache_key.
+Flex processing (provider.service_tier=flex): the same request with service_tier "flex", sent and
+asked again through giant.llm.flex; the reply's own service_tier says which tier billed it.
 Reasoning items: with store=false the server keeps nothing, so when reasoning is on the request
 includes reasoning.encrypted_content and each reply's reasoning items are re-sent, unmodified, just
 before the assistant items of their turn in later requests (OpenAI asks for this, above all around
@@ -22,6 +24,7 @@ import openai
 from giant.llm.caching import no_breakpoints, openai_prefix
 from giant.llm.config import OpenAISettings
 from giant.llm.decode import decode_step, decode_tool_call
+from giant.llm.flex import FLEX, send_flex, tier_of
 from giant.llm.image_tokens import openai_high_detail
 from giant.llm.ledger import Ledger
 from giant.llm.runtime import count
@@ -157,6 +160,8 @@ class OpenAIProvider(SdkProvider[OpenAISettings]):
             request["instructions"] = conversation.system
         if cfg.prompt_caching:
             request["prompt_cache_key"] = ctx.item_key
+        if cfg.service_tier == "flex":  # standard sends nothing: the project's default tier
+            request["service_tier"] = FLEX
         if cfg.reasoning_effort:
             request["reasoning"] = {"effort": cfg.reasoning_effort}
             request["include"] = [ENCRYPTED]
@@ -195,8 +200,20 @@ class OpenAIProvider(SdkProvider[OpenAISettings]):
 
     # ------------------------------------------------------------------ call
 
-    async def _send(self, request: dict[str, Any]) -> Any:
+    async def _create(self, request: dict[str, Any]) -> Any:
         return await self.client.responses.create(**request)
+
+    async def _send(self, request: dict[str, Any]) -> Any:
+        if request.get("service_tier") != FLEX:
+            return await self._create(request)
+        return await send_flex(
+            self._create,
+            request,
+            model=self.model,
+            retries=self.cfg.flex_retries,
+            fallback=self.cfg.flex_fallback,
+            secret=self._key or None,
+        )
 
     def _tokens(self, response: Any) -> Usage:
         raw = response.usage
@@ -206,6 +223,7 @@ class OpenAIProvider(SdkProvider[OpenAISettings]):
             reasoning_tokens=count(raw, "output_tokens_details", "reasoning_tokens"),
             cached_input_tokens=count(raw, "input_tokens_details", "cached_tokens"),
             cache_write_tokens=count(raw, "input_tokens_details", "cache_write_tokens"),
+            tier=tier_of(response),
         )
 
     def _parse(self, response: Any, usage: Usage) -> ModelTurn:

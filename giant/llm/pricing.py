@@ -2,7 +2,8 @@
 
 Image tokens are already inside the input count every provider reports; adding them again is the
 bug that overstated Claude image cost about 100x in a third-party project. A model missing from the
-table costs None ("unknown") with one warning, never a wrong number.
+table costs None ("unknown") with one warning, never a wrong number; so does a tier the table does
+not sell the model at (conf/pricing.yaml lists each model's flex and batch rates where they exist).
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
+from typing import get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from giant.errors import ConfigError
-from giant.llm.types import Usage
+from giant.llm.types import Tier, Usage
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +26,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
 
 
-class Rates(BaseModel):
+class TierRates(BaseModel):
     """USD per million tokens."""
 
     model_config = ConfigDict(extra="forbid")
@@ -32,6 +34,16 @@ class Rates(BaseModel):
     cached_input: float = Field(ge=0)
     cache_write: float = Field(ge=0)
     output: float = Field(ge=0)
+
+
+class Rates(TierRates):
+    """A model's standard rates, and those of the discounted tiers it is sold at (None: not sold)."""
+
+    flex: TierRates | None = None
+    batch: TierRates | None = None
+
+    def tier(self, tier: Tier) -> TierRates | None:
+        return self if tier == "standard" else getattr(self, tier)
 
 
 class PriceTable(BaseModel):
@@ -65,14 +77,21 @@ class Pricing:
         base = _SNAPSHOT.sub("", model)
         return self.models.get(base)
 
-    def cost(self, model: str, usage: Usage) -> float | None:
-        """input_tokens counts every input token, cache reads and writes included; each part is
-        billed once at its own rate. Output includes reasoning tokens."""
+    def tiers(self, model: str) -> list[Tier]:
+        """The tiers the price table sells this model at, standard first."""
         rates = self.rates(model)
+        return [] if rates is None else [t for t in get_args(Tier) if rates.tier(t) is not None]
+
+    def cost(self, model: str, usage: Usage, tier: Tier = "standard") -> float | None:
+        """input_tokens counts every input token, cache reads and writes included; each part is
+        billed once at its own rate (the tier's). Output includes reasoning tokens."""
+        known = self.rates(model)
+        rates = known.tier(tier) if known is not None else None
         if rates is None:
-            if model not in self._warned:
-                self._warned.add(model)
-                log.warning("model %r is not in the price table: its cost is reported as unknown", model)
+            what = f"model {model!r}" if known is None else f"model {model!r} at the {tier} tier"
+            if what not in self._warned:
+                self._warned.add(what)
+                log.warning("%s is not in the price table: its cost is reported as unknown", what)
             return None
         uncached = max(0, usage.input_tokens - usage.cached_input_tokens - usage.cache_write_tokens)
         dollars = (

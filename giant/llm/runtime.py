@@ -98,7 +98,10 @@ class CallRuntime:
         yield Timer()
 
     def priced(self, usage: Usage) -> Usage:
-        usage.cost_usd = self.pricing.cost(self.model, usage)
+        """A paid call's cost at the tier that billed it, and its count among that tier's calls."""
+        usage.cost_usd = self.pricing.cost(self.model, usage, usage.tier)
+        usage.calls_flex = int(usage.tier == "flex")
+        usage.calls_batch = int(usage.tier == "batch")
         return usage
 
     async def execute(

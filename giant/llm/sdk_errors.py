@@ -26,6 +26,10 @@ _QUOTA = re.compile(r"insufficient_quota|exceeded your current quota|credit bala
 _CONTEXT = re.compile(
     r"context_length_exceeded|maximum context length|prompt is too long|context window", re.I
 )
+# OpenAI flex processing out of capacity: a 429 "Resource Unavailable", not the account's rate limit.
+_FLEX_BUSY = re.compile(r"resource.?unavailable|capacity", re.I)
+# A model flex processing does not serve: a 400 "Unsupported service_tier: flex".
+_FLEX_UNSUPPORTED = re.compile(r"service.?tier", re.I)
 _MODEL = re.compile(
     r"model_not_found|does not exist|not_found_error.*model|unknown model|model .*not found", re.I
 )
@@ -57,8 +61,12 @@ def cause_of(exc: Exception) -> SetupCause | None:
         return "quota"
     if status in (401, 403):
         return "key"
+    if status == 400 and _FLEX_UNSUPPORTED.search(text):
+        return "flex_unsupported"
     if status == 404 or (status == 400 and _MODEL.search(text)):
         return "model_name"
+    if status == 429 and _FLEX_BUSY.search(text):
+        return "flex_capacity"
     if status in (408, 409, 429):
         return "rate_limit"
     if status >= 500:

@@ -27,7 +27,7 @@ def client_options(cfg: SdkSettings, http_client: Any) -> dict[str, Any]:
     return {
         "base_url": cfg.base_url,
         "max_retries": 0,
-        "timeout": cfg.timeout_s,
+        "timeout": cfg.client_timeout_s(),
         "http_client": http_client,
     }
 
@@ -135,6 +135,7 @@ class SdkProvider(ABC, Generic[S]):
             usage.replayed_cost_usd = entry.cost_usd or 0.0
             usage.cost_usd = 0.0
             usage.calls_replayed = 1
+            usage.calls_flex = usage.calls_batch = 0  # not paid now; `tier` keeps how it was billed
             return usage
 
         return await self.runtime.execute(

@@ -81,6 +81,9 @@ class TokenCounts(BaseModel):
     # tokens are counted above as the episode used them, but they are no new spend (cost_usd 0).
     calls_replayed: int = 0
     replayed_cost_usd: float = 0.0
+    # Paid calls billed at a discounted tier (giant.llm.pricing); the rest of the paid calls were standard.
+    calls_flex: int = 0
+    calls_batch: int = 0
 
     def token_counts(self) -> dict[str, Any]:
         """Just the counts, to copy into the record of the next level up."""
@@ -96,9 +99,15 @@ class TokenCounts(BaseModel):
         return totals
 
 
+# The price tier a call was billed at: OpenAI flex processing and the providers' batch APIs cost about
+# half of standard (conf/pricing.yaml).
+Tier = Literal["standard", "flex", "batch"]
+
+
 class Usage(TokenCounts):
     """What one provider call consumed. Image tokens are already inside input_tokens."""
 
+    tier: Tier = "standard"  # the tier the server billed (a flex call that fell back is standard)
     request_id: str | None = None
     latency_s: float = 0.0
     cost_usd: float | None = None  # None = model not in the pricing table ("unknown"), never a guess
