@@ -173,6 +173,8 @@ def summary_metrics(summary: Summary) -> dict[str, float]:
         "cache_hit_ratio": totals.cache_hit_ratio,
         "calls_paid": totals.calls - totals.calls_replayed,
         "calls_replayed": totals.calls_replayed,
+        "calls_flex": totals.calls_flex,  # paid calls billed at a discounted tier; the rest were standard
+        "calls_batch": totals.calls_batch,
         "cost_replayed_usd": totals.replayed_cost_usd,
         "wall_s": totals.wall_s,
         "items_per_hour": totals.items_per_hour,
