@@ -102,9 +102,10 @@ def run_job(cfg: DictConfig) -> float | None:
         from giant.llm.factory import check_credentials
 
         check_credentials(settings.provider)
-        from giant.tools import prepare
+        from giant.tools import load_tools
 
-        prepare(settings.enabled_tools(), settings.tools)  # the weights load once, or one line says why not
+        # the weights load once, or one line says why not
+        tools = load_tools(settings.enabled_tools(), settings.tools)
     hydra_cfg = HydraConfig.get()
     out_dir = Path(hydra_cfg.runtime.output_dir)
     data = load_data(settings)
@@ -157,6 +158,7 @@ def run_job(cfg: DictConfig) -> float | None:
                 pricing=Pricing.load(settings.provider.pricing_file),
                 ledger=ledger,
                 located=located,
+                tools=tools,
             )
         )
         if stop.requested and not summary.complete:  # a stop after the last item changes nothing

@@ -69,7 +69,7 @@ def ask(cfg: DictConfig) -> None:
     from giant.eval.scoring import score_trajectory
     from giant.llm.factory import build_provider
     from giant.record import TRAJECTORY_FILE
-    from giant.tools import prepare
+    from giant.tools import TOOLS, load_tools
     from giant.tracking.viewer import write_html
     from giant.wsi import SlideError, SlideMissing
     from giant.wsi.slide import Slide
@@ -98,11 +98,13 @@ def ask(cfg: DictConfig) -> None:
         truth=1,  # required by Item, unused here: a one-off question has no known answer and is not scored
         metric="accuracy",
     )
-    prepare(getattr(settings.agent, "tools", []), settings.tools)
+    tools = load_tools(getattr(settings.agent, "tools", []), settings.tools)
     provider = build_provider(settings.provider)
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     traj = asyncio.run(
-        run_episode(item, slide_path, provider, settings.agent, out_dir=out_dir, seed=settings.seed)
+        run_episode(
+            item, slide_path, provider, settings.agent, out_dir=out_dir, seed=settings.seed, tools=tools
+        )
     )
     option = None  # the option the answer names, read as the scorer reads benchmark answers
     if traj.status == "answered" and settings.options:
@@ -118,9 +120,10 @@ def ask(cfg: DictConfig) -> None:
     reason = f" ({traj.reason})" if traj.reason and traj.reason != traj.status else ""
     print(f"status: {traj.status}{reason}")
     print(f"steps: {t.steps} ({t.calls} provider calls, {t.crops} crops)")
-    for tool in traj.tool_calls:  # agent.tools=[conch]: what the model was told, highest first
-        ranked = "; ".join(f"{score:+.3f} {text}" for text, score in tool.ranked())
-        print(f"{tool.tool} (call {tool.call_index}, {tool.image}): {ranked}")
+    for record in traj.tool_calls:  # agent.tools: each call's result, as the pages show it
+        shown = TOOLS[record.tool].describe(record)
+        rows = "; ".join(" ".join(row) for row in shown["rows"])
+        print(f"{record.tool} (call {record.call_index}, {shown['image']}): {rows}")
     print(
         f"tokens: input {t.input_tokens} (cached {t.cached_input_tokens}), output {t.output_tokens} "
         f"(reasoning {t.reasoning_tokens})"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from giant.core import Item
 from giant.llm.ledger import Ledger
 from giant.llm.types import Provider
 from giant.record import REQUESTS_FILE, write_trajectory
+from giant.tools import Tool
 from giant.wsi import SlideError, SlideMissing
 from giant.wsi.slide import Slide
 
@@ -39,11 +41,13 @@ async def run_episode(
     record_requests: bool = False,
     ledger: Ledger | None = None,
     limits: SharedLimits | None = None,
+    tools: Mapping[str, Tool[Any, Any, Any]] | None = None,
 ) -> Trajectory:
     """Run one item under its mode (`cfg.mode`, a registered giant.agent.modes name); writes
     out_dir/trajectory.json and out_dir/<sha256>.jpg: hard links to the ledger's images when the
     provider keeps its calls in `ledger` (the images it is sent are then on disk once). `limits` are
-    the run's, checked with the item budget before every call (giant.agent.limits)."""
+    the run's, checked with the item budget before every call (giant.agent.limits). `tools` are the
+    run's loaded tools (giant.tools.load_tools), those `agent.tools` names used by the mode."""
     mode = mode_of(cfg)
     started = time.monotonic()
     slide_path = Path(slide_path)
@@ -79,6 +83,7 @@ async def run_episode(
                     seed=seed,
                     record_path=record_path,
                     limits=Limits(cfg.item_budget_usd, limits),
+                    tools=tools or {},
                 )
                 await mode.run(ep)
     except EpisodeEnd as end:

@@ -11,8 +11,9 @@ import asyncio
 import logging
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from giant.agent.config import BaseAgentConfig
 from giant.agent.images import ImageStore, Rendered
@@ -29,6 +30,7 @@ from giant.llm.types import (
     TokenCounts,
     Usage,
 )
+from giant.tools import Tool
 from giant.wsi import SlideError
 from giant.wsi.slide import Slide
 from giant.wsi.tissue import CROP_MASK_SIDE, TissueMask
@@ -90,6 +92,7 @@ class EpisodeState(Generic[C]):
         seed: int,
         record_path: str | None,
         limits: Limits,
+        tools: Mapping[str, Tool[Any, Any, Any]],
     ) -> None:
         self.item = item
         self.slide = slide
@@ -100,6 +103,7 @@ class EpisodeState(Generic[C]):
         self.seed = seed
         self.record_path = record_path
         self.limits = limits
+        self.tools = tools  # the run's loaded tools by name (giant.tools.load_tools)
         self.steps = 0  # actions executed: crops, notes and the answer (failed calls do not count)
         self.crops = 0  # regions shown besides the overview
         self._next_index = 1

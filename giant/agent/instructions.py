@@ -196,34 +196,3 @@ EXTRA_CROP_SKIPPED = (
     "Not executed: your step budget for crops was already used by the earlier crops of this turn."
 )
 NOTE_RECORDED = "Note recorded."
-
-
-def conch_prompt(max_hypotheses: int) -> str:
-    """The system prompt's paragraph on the CONCH tool (paper Table 3), appended when it is enabled."""
-    return (
-        "You can also consult CONCH, a vision-language model trained on pathology images and their "
-        f"captions: the conch action takes 1 to {max_hypotheses} short descriptions of what the tissue "
-        "might show and scores each against your latest image (the overview before your first crop). "
-        "Each score is a cosine similarity, higher for a closer match; compare the scores of one call "
-        "with each other rather than reading them as probabilities. A conch call uses one step."
-    )
-
-
-def conch_result(image: str, square: Box, ranked: Sequence[tuple[str, float]]) -> str:
-    """The reply to a conch call: what was scored, then each hypothesis with its score, highest first."""
-    lines = [
-        f"CONCH scored the central square {square} of {image}. Similarity to each hypothesis, highest first:"
-    ]
-    lines += [f"{rank}. {score:+.3f}  {text}" for rank, (text, score) in enumerate(ranked, start=1)]
-    return "\n".join(lines)
-
-
-def conch_too_many(sent: int, max_hypotheses: int) -> str:
-    return (
-        f"Not executed: a conch call takes 1 to {max_hypotheses} hypotheses and you sent {sent}. "
-        "Nothing was scored; send fewer."
-    )
-
-
-def conch_failed(reason: str) -> str:
-    return f"CONCH could not score the image ({reason}). Crop a region or answer instead."

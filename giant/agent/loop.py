@@ -39,7 +39,6 @@ from giant.agent.trajectory import Call
 from giant.core import Box, Status
 from giant.llm.types import (
     AnswerAction,
-    ConchAction,
     CropAction,
     ImagePart,
     ModelTurn,
@@ -48,8 +47,7 @@ from giant.llm.types import (
     Step,
     TextPart,
 )
-from giant.tools.action import UnusableCall, score_hypotheses
-from giant.tools.registry import active as active_tool
+from giant.tools import Seen, UnusableCall, loaded
 
 
 def crop_issues(box: Box, width: int, height: int) -> list[str]:
@@ -110,8 +108,9 @@ class Navigator:
         self.t = ep.cfg.max_steps
         self.counter = RetryCounter(ep.cfg.max_retries)
         self.extra_actions = (*(("note",) if ep.cfg.note_tool else ()), *ep.cfg.tools)
-        if "conch" in ep.cfg.tools:
-            self.system += "\n\n" + instructions.conch_prompt(active_tool("conch").max_hypotheses)
+        self.tools = {name: loaded(ep.tools, name) for name in ep.cfg.tools}
+        for tool in self.tools.values():
+            self.system += "\n\n" + tool.prompt()
 
     async def run(self) -> None:
         attempts = self.rules.attempts
@@ -224,17 +223,19 @@ class Navigator:
                 state.steps += 1
                 ep.steps += 1
                 replies.append(_Reply(step.call_id, [TextPart(text=instructions.NOTE_RECORDED)]))
-            elif isinstance(action, ConchAction):
+            elif action.type in self.tools:
+                tool = self.tools[action.type]
                 image, box = state.latest or ("the overview", ep.full_box)
                 try:
-                    result = await score_hypotheses(ep, call.index, image, box, action)
+                    record = await tool.run(ep, Seen(call.index, image, box), action)
                 except UnusableCall as exc:
-                    reject(step, exc.feedback, self._failure_status(state), "unusable conch call")
+                    reject(step, exc.feedback, self._failure_status(state), f"unusable {action.type} call")
                     continue
+                ep.traj.tool_calls.append(record)
                 state.steps += 1
                 ep.steps += 1
                 left = instructions.calls_left_text(t - self._used(state))
-                replies.append(_Reply(step.call_id, [TextPart(text=f"{result}\n\n{left}")]))
+                replies.append(_Reply(step.call_id, [TextPart(text=f"{tool.reply(record)}\n\n{left}")]))
             self.counter.reset()
             failure = None  # the streak is judged by the turn's last action
 

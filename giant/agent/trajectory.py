@@ -6,12 +6,18 @@ is small and can be rendered later (giant.tracking.viewer).
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializeAsAny
 
 from giant.core import Box, SetupCause, Status
 from giant.llm.types import ProviderError, Step, TokenCounts, Usage
+from giant.tagged import tagged
+from giant.tools import ToolRecord
+from giant.tools.registry import record_models
+
+# One executed tool call (giant.tools): its tool's record model, told apart by the tool's name.
+ToolCall = Annotated[SerializeAsAny[ToolRecord], tagged("tool", record_models)]
 
 # How a call failed: a provider error's kind, or the item timeout cutting a call in flight.
 ErrorKind = Literal["transient", "parse", "refusal", "fatal", "timeout", "provider_error"]
@@ -52,24 +58,6 @@ class Region(BaseModel):
     # Tissue fraction of `read` on the slide's CROP_MASK_SIDE mask (giant.wsi.tissue), recorded while the
     # slide is open; None for the overview, an unreadable mask, and trajectories written before it was.
     tissue_fraction: float | None = None
-
-
-class ToolCall(BaseModel):
-    """One tool call the agent executed (giant.tools): what was scored and the scores."""
-
-    call_index: int  # the provider call that asked for it
-    tool: str  # "conch"
-    model: str  # the scorer's label, e.g. "CONCH (MahmoodLab/CONCH)" or "tiny-random (seed 0)"
-    image: str  # which image the model meant: "the overview" or "crop N"
-    region: Box  # level-0 box the scorer saw (the central square of that image's region)
-    input_size: int  # pixels on a side, read from the slide at the scorer's resolution
-    hypotheses: list[str]
-    scores: list[float]  # one per hypothesis, in the hypotheses' order
-    seconds: float = 0.0
-
-    def ranked(self) -> list[tuple[str, float]]:
-        """(hypothesis, score) pairs, highest score first, as the model was told (ties keep its order)."""
-        return sorted(zip(self.hypotheses, self.scores, strict=True), key=lambda pair: -pair[1])
 
 
 class TrajectoryTotals(TokenCounts):

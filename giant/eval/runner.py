@@ -19,9 +19,10 @@ import json
 import shutil
 import time
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from giant.agent import run_episode
 from giant.agent.config import AgentConfig
@@ -43,6 +44,7 @@ from giant.eval.scoring import outcome_fields, score_trajectory
 from giant.eval.summarize import summarize
 from giant.eval.summary import Summary
 from giant.interrupt import StopRequest
+from giant.llm.batch import batch_member
 from giant.llm.ledger import Ledger
 from giant.llm.pricing import Pricing
 from giant.llm.types import Provider
@@ -57,6 +59,7 @@ from giant.record import (
     trajectory_dir,
     write_summary,
 )
+from giant.tools import Tool
 from giant.wsi import SlideMissing
 
 # After a stop request, how long calls already in flight may take to return: an answer that arrives
@@ -124,6 +127,7 @@ async def run_eval(
     pricing: Pricing | None = None,
     ledger: Ledger | None = None,
     located: dict[str, Located] | None = None,
+    tools: Mapping[str, Tool[Any, Any, Any]] | None = None,
 ) -> Summary:
     """Run every pending item-run, write results.jsonl, trajectories/ and summary.json in `out_dir`.
 
@@ -133,6 +137,7 @@ async def run_eval(
     `items`) is recorded in summary.json. `pricing` prices each call's reservation against
     `run.budget_usd` (giant.eval.budget); without it a call is expected to cost the mean so far.
     `ledger` is where the provider keeps its paid calls: the trajectories' images are linked to its.
+    `tools` are the run's loaded tools (giant.tools.load_tools), handed to every episode.
     `located` is every item's slide as giant.data.slides.locate_all found it (found again if None).
 
     A fatal provider answer (key, model name, quota) or a streak of `run.breaker_after` item-runs that
@@ -181,8 +186,12 @@ async def run_eval(
             while pending and not stop.requested and not halt and not budget.exhausted():
                 item, k = pending.popleft()
                 episode = asyncio.create_task(
-                    _run_one(item, k, slides[item.key], provider, limits, agent, run, out_dir, ledger)
+                    _run_one(
+                        item, k, slides[item.key], provider, limits, agent, run, out_dir, ledger, tools or {}
+                    )
                 )
+                # Counted before it starts: a batch round waits for this episode's first call too.
+                episode.add_done_callback(batch_member(provider))
                 episodes.add(episode)
                 try:
                     record = await episode
@@ -301,6 +310,7 @@ async def _run_one(
     run: RunOptions,
     out_dir: Path,
     ledger: Ledger | None,
+    tools: Mapping[str, Tool[Any, Any, Any]],
 ) -> ResultRecord | None:
     """The item-run's result line; None when the run's stop or halt cut it (giant.agent.limits)."""
     if isinstance(slide, Exception):
@@ -322,6 +332,7 @@ async def _run_one(
             record_requests=run.record_requests,
             ledger=ledger,
             limits=limits,
+            tools=tools,
         )
     except LimitExceeded:  # only a stop or a halt leaves run_episode: the run ends, not the item
         return None

@@ -29,7 +29,7 @@ from giant.llm.ledger import Ledger
 from giant.llm.runtime import count
 from giant.llm.schema import (
     TOOL_ONLY_REASONING,
-    TOOLS,
+    function_tools,
     offered_actions,
     offered_tools,
     step_schema,
@@ -139,7 +139,7 @@ class AnthropicProvider(SdkProvider[AnthropicSettings]):
             else:
                 if step.reasoning != TOOL_ONLY_REASONING and step is message.steps[0]:
                     blocks.append({"type": "text", "text": step.reasoning})
-                tool = TOOLS[step.action.type]
+                tool = function_tools()[step.action.type]
                 args = {p: getattr(step.action, f) for p, f in tool.params.items()}
                 blocks.append({"type": "tool_use", "id": step.call_id, "name": tool.name, "input": args})
         return blocks

@@ -22,13 +22,10 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from giant.llm.schema import ACTION_MODELS, Tool, step_from_data, step_schema
-from giant.llm.types import ParseError, Step
+from giant.llm.schema import Tool, step_from_data, step_schema
+from giant.llm.types import ParseError, Step, action_models
 
 T = TypeVar("T")
-
-# The flattened step schema over every action: it only guides which fields may hold a JSON string.
-_STEP_SCHEMA = step_schema(tuple(ACTION_MODELS))
 
 
 @dataclass(frozen=True)
@@ -171,7 +168,9 @@ def first_valid(
 def step_value(data: Any, raw_text: str) -> Decoded[Step]:
     """A decoded object (or a tool input) as a validated step, nested JSON strings decoded first."""
     decoded: list[str] = []
-    step = step_from_data(decode_arguments(data, _STEP_SCHEMA, decoded), raw_text)
+    # the flattened step schema over every action: it only guides which fields may hold a JSON string
+    every = step_schema(tuple(action_models()))
+    step = step_from_data(decode_arguments(data, every, decoded), raw_text)
     return Decoded(step, _nested_note(decoded))
 
 

@@ -30,7 +30,7 @@ from giant.llm.ledger import Ledger
 from giant.llm.runtime import count
 from giant.llm.schema import (
     TOOL_ONLY_REASONING,
-    TOOLS,
+    function_tools,
     offered_actions,
     offered_tools,
     step_schema,
@@ -97,7 +97,7 @@ class OpenAIProvider(SdkProvider[OpenAISettings]):
                 text = getattr(step.action, "text", None) or step.reasoning
                 items.append({"role": "assistant", "content": text})
                 continue
-            tool = TOOLS[step.action.type]
+            tool = function_tools()[step.action.type]
             items.append(
                 {
                     "type": "function_call",

@@ -15,24 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from giant.llm.types import (
-    AnswerAction,
-    CallContext,
-    ConchAction,
-    CropAction,
-    NoteAction,
-    ParseError,
-    Step,
-)
+from giant.llm.types import CallContext, ParseError, Step, action_models
 
-ACTION_MODELS: dict[str, type[BaseModel]] = {
-    "crop": CropAction,
-    "answer": AnswerAction,
-    "note": NoteAction,
-    "conch": ConchAction,
-}
-
-# Guidance for the model only; constraints come from the pydantic models.
+# Guidance for the model only; constraints come from the pydantic models. A tool adds its own fields'.
 _HINTS = {
     "reasoning": "Your reasoning for this step.",
     "type": "Which action to take.",
@@ -41,8 +26,13 @@ _HINTS = {
     "width": "crop: width, level-0 pixels (null for other actions).",
     "height": "crop: height, level-0 pixels (null for other actions).",
     "text": "answer: the final report and response; note: the observation (null for other actions).",
-    "hypotheses": "conch: short descriptions to score against the latest image (null for other actions).",
 }
+
+
+def _hints() -> dict[str, str]:
+    from giant.tools.registry import TOOLS
+
+    return _HINTS | {k: v for tool in TOOLS.values() for k, v in tool.hints.items()}
 
 
 def offered_actions(ctx: CallContext) -> tuple[str, ...]:
@@ -83,8 +73,9 @@ def step_schema(kinds: tuple[str, ...]) -> dict[str, Any]:
     with additionalProperties false at every level.
     """
     properties: dict[str, Any] = {"type": {"type": "string", "enum": list(kinds)}}
+    models, hints = action_models(), _hints()
     for kind in kinds:
-        model = ACTION_MODELS[kind]
+        model = models[kind]
         for name in model.model_fields:
             if name == "type":
                 continue
@@ -92,14 +83,14 @@ def step_schema(kinds: tuple[str, ...]) -> dict[str, Any]:
             if properties.setdefault(name, schema) != schema:
                 raise ValueError(f"action field {name!r} has different constraints in two actions")
     for name, prop in properties.items():
-        prop["description"] = _HINTS[name]
+        prop["description"] = hints[name]
     action = {
         "type": "object",
         "properties": properties,
         "required": list(properties),
         "additionalProperties": False,
     }
-    reasoning = field_schema(Step, "reasoning") | {"description": _HINTS["reasoning"]}
+    reasoning = field_schema(Step, "reasoning") | {"description": hints["reasoning"]}
     return {
         "type": "object",
         "properties": {"reasoning": reasoning, "action": action},
@@ -127,7 +118,7 @@ def step_from_data(data: Any, raw_text: str) -> Step:
         raise ParseError("reply is not an object with an 'action' object", raw_text=raw_text)
     action = data["action"]
     kind = action.get("type")
-    model = ACTION_MODELS.get(kind) if isinstance(kind, str) else None
+    model = action_models().get(kind) if isinstance(kind, str) else None
     if model is None:
         raise ParseError(f"reply has unknown action type {kind!r}", raw_text=raw_text)
     fields = {k: v for k, v in action.items() if k in model.model_fields and v is not None}
@@ -157,7 +148,7 @@ class Tool:
     params: dict[str, str]  # tool parameter -> action field
 
     def parameters(self) -> dict[str, Any]:
-        model = ACTION_MODELS[self.kind]
+        model = action_models()[self.kind]
         return {
             "type": "object",
             "properties": {p: field_schema(model, f) for p, f in self.params.items()},
@@ -170,7 +161,7 @@ class Tool:
         if not isinstance(args, dict):
             raise ParseError(f"{self.name}: arguments are not an object", raw_text=raw_text)
         try:
-            return ACTION_MODELS[self.kind].model_validate({f: args.get(p) for p, f in self.params.items()})
+            return action_models()[self.kind].model_validate({f: args.get(p) for p, f in self.params.items()})
         except ValidationError as exc:
             raise ParseError(
                 f"{self.name}: invalid arguments ({_first_line(exc)})", raw_text=raw_text
@@ -180,7 +171,7 @@ class Tool:
         return json.dumps({p: getattr(action, f) for p, f in self.params.items()})
 
 
-TOOLS: dict[str, Tool] = {
+BUILTIN_TOOLS: dict[str, Tool] = {
     tool.kind: tool
     for tool in (
         Tool(
@@ -191,15 +182,20 @@ TOOLS: dict[str, Tool] = {
             {"x0": "x", "y0": "y", "w": "width", "h": "height"},
         ),
         Tool("note", "note", "Record an observation to keep in mind.", {"observation": "text"}),
-        Tool(
-            "conch",
-            "conch",
-            "Ask the CONCH pathology image-text model how well each description matches the latest image.",
-            {"hypotheses": "hypotheses"},
-        ),
     )
 }
-TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS.values()}
+
+
+def function_tools() -> dict[str, Tool]:
+    """Every function tool by action kind: the built-in ones, then each registered tool (giant.tools),
+    called by its name with its action's fields as parameters."""
+    from giant.tools.registry import TOOLS
+
+    registered = {
+        name: Tool(name, name, tool.description, {f: f for f in tool.action.model_fields if f != "type"})
+        for name, tool in TOOLS.items()
+    }
+    return BUILTIN_TOOLS | registered
 
 
 def offered_tools(ctx: CallContext) -> list[Tool]:
@@ -207,11 +203,12 @@ def offered_tools(ctx: CallContext) -> list[Tool]:
     (the final answer is demanded with tool_choice, not by dropping tools)."""
     if not ctx.allow_crop:
         return []
-    return [TOOLS["crop"], *(TOOLS[k] for k in ctx.extra_actions)]
+    tools = function_tools()
+    return [tools["crop"], *(tools[k] for k in ctx.extra_actions)]
 
 
 def tool_for(name: str, raw_text: str) -> Tool:
-    tool = TOOLS_BY_NAME.get(name)
+    tool = next((tool for tool in function_tools().values() if tool.name == name), None)
     if tool is None:
         raise ParseError(f"model called unknown tool {name!r}", raw_text=raw_text)
     return tool

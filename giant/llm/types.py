@@ -10,18 +10,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, ClassVar, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
 from giant.core import AnswerSpace, EncodedImage, SetupCause
 from giant.llm.caching import Block, CacheSplit, Marks, Request
+from giant.tagged import tagged
 
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 
 
-class CropAction(BaseModel):
-    """Zoom into a level-0 box."""
+class ActionModel(BaseModel):
+    """What every action has: the `type` a step's action is told apart by (each action narrows it
+    to its own literal)."""
 
     model_config = ConfigDict(extra="forbid")
+    type: str
+
+
+class CropAction(ActionModel):
+    """Zoom into a level-0 box."""
+
     type: Literal["crop"] = "crop"
     x: int = Field(ge=0)
     y: int = Field(ge=0)
@@ -29,34 +37,35 @@ class CropAction(BaseModel):
     height: int = Field(gt=0)
 
 
-class AnswerAction(BaseModel):
+class AnswerAction(ActionModel):
     """The final answer; its task part is inside <response> when the model follows the format."""
 
-    model_config = ConfigDict(extra="forbid")
     type: Literal["answer"] = "answer"
     text: NonEmptyStr
 
 
-class NoteAction(BaseModel):
+class NoteAction(ActionModel):
     """The authors' optional note tool: an observation repeated back after later crops."""
 
-    model_config = ConfigDict(extra="forbid")
     type: Literal["note"] = "note"
     text: NonEmptyStr
 
 
-HYPOTHESES_CAP = 16  # the most hypotheses one conch call may send (tools.conch.max_hypotheses <= this)
+BUILTIN_ACTIONS: dict[str, type[ActionModel]] = {
+    "crop": CropAction,
+    "answer": AnswerAction,
+    "note": NoteAction,
+}
 
 
-class ConchAction(BaseModel):
-    """The CONCH tool (paper Table 3): text hypotheses scored against the most recent image."""
+def action_models() -> dict[str, type[ActionModel]]:
+    """Every action a step may hold: the built-in ones, then each registered tool's (giant.tools)."""
+    from giant.tools.registry import TOOLS  # imported late: a tool's action subclasses ActionModel
 
-    model_config = ConfigDict(extra="forbid")
-    type: Literal["conch"] = "conch"
-    hypotheses: list[NonEmptyStr] = Field(min_length=1, max_length=HYPOTHESES_CAP)
+    return {**BUILTIN_ACTIONS, **{name: tool.action for name, tool in TOOLS.items()}}
 
 
-Action = Annotated[CropAction | AnswerAction | NoteAction | ConchAction, Field(discriminator="type")]
+Action = Annotated[SerializeAsAny[ActionModel], tagged("type", action_models)]
 
 
 class Step(BaseModel):
@@ -194,8 +203,8 @@ class CallContext(BaseModel):
     answer_space: AnswerSpace
     must_answer: bool = False  # the final step (or a forced answer): a crop will be rejected
     allow_crop: bool = True  # False for one-shot modes (thumbnail, patch)
-    # Actions beyond crop and answer the model is offered (schema enum / tools): the note tool, CONCH.
-    extra_actions: tuple[Literal["note", "conch"], ...] = ()
+    # Actions beyond crop and answer the model is offered (schema enum / tools): the note tool, tools.
+    extra_actions: tuple[str, ...] = ()
     record_path: str | None = None  # if set, append the sanitized request and response here (JSONL)
 
 

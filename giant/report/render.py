@@ -15,6 +15,7 @@ from giant.pages import Link
 from giant.record import SKIPPED, TRAJECTORIES_DIR, ResultRecord
 from giant.report import costs, labels, navigation, taxonomy
 from giant.report.facts import ItemRun, JobFacts, gather
+from giant.tools import TOOLS
 from giant.tracking.artifacts import NO_ANSWER
 
 ROWS_SHOWN = 2000  # the lists of failed calls and of crops stop here; the counts above them are complete
@@ -45,7 +46,7 @@ def render(facts: JobFacts) -> str:
         answers=_answers(records),
         taxonomy=_taxonomy(facts.runs, causes),
         navigation=_navigation(facts.runs, found),
-        conch=_tool_calls(facts.runs),
+        tools=_tool_calls(facts.runs),
         costs=_costs(records),
     )
 
@@ -261,27 +262,30 @@ def _tally_rows(tallies: list[navigation.Tally]) -> Rows:
     return [(t.label, t.item_runs, t.correct, _pct(t.correct, t.item_runs)) for t in tallies]
 
 
-def _tool_calls(runs: list[ItemRun]) -> dict[str, Any] | None:
-    """Every CONCH call (agent.tools=[conch]): what was scored and each hypothesis's score, highest
-    first; None when the run used no tool."""
+def _tool_calls(runs: list[ItemRun]) -> list[dict[str, Any]]:
+    """Every tool's calls (agent.tools), one section per tool, as the tool describes each call
+    (giant.tools); none when the run used no tool."""
     calls = [(run, call) for run in runs if run.trajectory for call in run.trajectory.tool_calls]
-    if not calls:
-        return None
-    rows = [
-        (
-            _link(run),
-            call.call_index,
-            f"{call.image} {call.region}",
-            [f"{score:+.3f}  {text}" for text, score in call.ranked()],
+    sections = []
+    for name, tool in TOOLS.items():
+        mine = [(run, call, tool.describe(call)) for run, call in calls if call.tool == name]
+        if not mine:
+            continue
+        rows = [
+            (_link(run), call.call_index, shown["target"], [f"{a}  {b}" for a, b in shown["rows"]])
+            for run, call, shown in mine[:ROWS_SHOWN]
+        ]
+        sections.append(
+            {
+                "title": tool.report_title,
+                "note": tool.report_note,
+                "n_calls": len(mine),
+                "n_runs": len({run.record.slot for run, _, _ in mine}),
+                "models": ", ".join(sorted({shown["model"] for _, _, shown in mine})),
+                "rows": rows,
+            }
         )
-        for run, call in calls[:ROWS_SHOWN]
-    ]
-    return {
-        "n_calls": len(calls),
-        "n_runs": len({run.record.slot for run, _ in calls}),
-        "models": ", ".join(sorted({call.model for _, call in calls})),
-        "rows": rows,
-    }
+    return sections
 
 
 def _costs(records: list[ResultRecord]) -> Rows:

@@ -1,76 +1,75 @@
-"""The tools a run may enable (`agent.tools=[conch]`) and the scorers loaded for them.
+"""The registered tools (`agent.tools=[conch]`) and loading the ones a run enables.
 
-`prepare` loads every enabled tool once per process, before any item starts, and turns whatever
-stands in the way (a missing extra, missing or gated weights, a wrong file) into one `ConfigError`
-line. The navigation loop then asks `active(name)`. Loading is cached per settings, so a Hydra sweep
-run in one process loads the weights once.
+`load_tools` loads every enabled tool once per run, before any item starts, and turns whatever stands
+in the way (a missing extra, missing or gated weights, a wrong file) into one `ConfigError` line. The
+loaded tools travel with the run to each episode (`run_episode(tools=...)`). Loading is cached per
+settings, so a Hydra sweep run in one process reads the weights once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, TypeVar
+
+from pydantic import AfterValidator, BaseModel
 
 from giant.errors import ConfigError
-from giant.tools.scorer import Scorer
-from giant.tools.settings import ToolSettings
+from giant.tools.base import Tool, ToolRecord
+
+T = TypeVar("T", bound=type[Tool[Any, Any, Any]])
+
+TOOLS: dict[str, type[Tool[Any, Any, Any]]] = {}
+_loaded: dict[tuple[str, str], Tool[Any, Any, Any]] = {}  # (name, settings JSON) -> the loaded tool
 
 
-def _load_conch(settings: ToolSettings) -> Scorer:
-    from giant.tools.conch.load import load_conch
-
-    return load_conch(settings.conch)
-
-
-@dataclass(frozen=True)
-class ActiveTool:
-    """A loaded tool as the agent uses it: the scorer and the most hypotheses one call may send."""
-
-    scorer: Scorer
-    max_hypotheses: int
+def register(cls: T) -> T:
+    """Class decorator: the tool's name joins the action union, the schema and the settings."""
+    if cls.name in TOOLS:
+        raise ValueError(f"tool '{cls.name}' is registered twice")
+    TOOLS[cls.name] = cls
+    return cls
 
 
-LOADERS: dict[str, Callable[[ToolSettings], Scorer]] = {"conch": _load_conch}
-_loaded: dict[tuple[str, str], Scorer] = {}
-_active: dict[str, ActiveTool] = {}
+def unregister(name: str) -> None:
+    """Drop a tool (tests that register a throwaway tool clean up with this)."""
+    TOOLS.pop(name, None)
 
 
-def prepare(enabled: Sequence[str], settings: ToolSettings | None) -> dict[str, ActiveTool]:
-    """Load (or reuse) the scorer of every enabled tool and make them the active ones."""
-    _active.clear()
+def record_models() -> dict[str, type[ToolRecord]]:
+    """What the trajectory keeps of each tool's calls, by tool name."""
+    return {name: tool.record for name, tool in TOOLS.items()}
+
+
+def load_tools(enabled: Sequence[str], settings: BaseModel | None) -> dict[str, Tool[Any, Any, Any]]:
+    """Every enabled tool, loaded (or reused) with its settings (`settings.<name>`)."""
     if enabled and settings is None:
         raise ConfigError(f"agent.tools={list(enabled)} but the config has no tools section: add conf/tools/")
+    tools: dict[str, Tool[Any, Any, Any]] = {}
     for name in enabled:
-        assert settings is not None
         part = getattr(settings, name)
         key = (name, part.model_dump_json())
         if key not in _loaded:
-            _loaded[key] = LOADERS[name](settings)
-        _active[name] = ActiveTool(_loaded[key], part.max_hypotheses)
-    return dict(_active)
+            _loaded[key] = TOOLS[name].load(part)
+        tools[name] = _loaded[key]
+    return tools
 
 
-def active(name: str) -> ActiveTool:
-    """The tool `prepare` loaded for `name`."""
-    tool = _active.get(name)
+def loaded(tools: Mapping[str, Tool[Any, Any, Any]], name: str) -> Tool[Any, Any, Any]:
+    """The loaded tool `agent.tools` names; one line when the entry point did not load it."""
+    tool = tools.get(name)
     if tool is None:
         raise ConfigError(
-            f"agent.tools names {name} but its model is not loaded: the entry point must call "
-            "giant.tools.prepare before the first episode"
+            f"agent.tools names {name} but its model is not loaded: the entry point must pass "
+            "giant.tools.load_tools(...) to the episode"
         )
     return tool
 
 
-@contextmanager
-def using(name: str, scorer: Scorer, max_hypotheses: int) -> Iterator[ActiveTool]:
-    """Make `scorer` the active one for `name` inside the block (tests, benchmarks)."""
-    before = _active.get(name)
-    _active[name] = tool = ActiveTool(scorer, max_hypotheses)
-    try:
-        yield tool
-    finally:
-        if before is None:
-            _active.pop(name, None)
-        else:
-            _active[name] = before
+def known_tool(name: str) -> str:
+    """A registered tool's name (the check on each of `agent.tools`)."""
+    if name not in TOOLS:
+        raise ValueError(f"no tool {name!r}; registered: {', '.join(sorted(TOOLS))}")
+    return name
+
+
+ToolName = Annotated[str, AfterValidator(known_tool)]

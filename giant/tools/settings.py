@@ -1,30 +1,20 @@
-"""The tools' settings (`tools.<name>.*`, defaults in conf/tools/<name>.yaml): types and checks only."""
+"""The tools' settings (`tools.<name>.*`, defaults in conf/tools/<name>.yaml): one field per
+registered tool, holding that tool's own settings model."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, create_model
 
-from giant.llm.types import HYPOTHESES_CAP
-from giant.roles import Method, Operational
+from giant.tools.registry import TOOLS
 
-
-class ConchSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    # "tiny-random" (a small random model built in code), a checkpoint file, or a Hugging Face repo id
-    weights: Method[str] = Field(min_length=1)
-    tokenizer: Method[Path | None]  # CONCH's tokenizer JSON; None: beside the checkpoint, or from the repo
-    max_hypotheses: Method[int] = Field(ge=1, le=HYPOTHESES_CAP)
-    device: Operational[str] = Field(pattern=r"^(auto|cpu|cuda(:\d+)?|mps)$")  # where the model runs
-    hf_token_env: Operational[str] = Field(min_length=1)  # the variable holding the Hugging Face token
-    seed: Method[int]  # the tiny random model's weights
-
-
-class ToolSettings(BaseModel):
-    """Every tool's settings; a tool runs only when `agent.tools` names it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    conch: ConchSettings
+if TYPE_CHECKING:
+    ToolSettings = BaseModel
+else:
+    # Every tool's settings; a tool runs only when `agent.tools` names it.
+    ToolSettings = create_model(
+        "ToolSettings",
+        __config__=ConfigDict(extra="forbid"),
+        **{name: (tool.settings, ...) for name, tool in TOOLS.items()},
+    )

@@ -21,9 +21,9 @@ from typing import Any, NamedTuple
 from markupsafe import Markup
 
 from giant import pages
-from giant.agent.trajectory import Call, Region, ToolCall, Trajectory
+from giant.agent.trajectory import Call, Region, Trajectory
 from giant.core import Box
-from giant.llm.types import AnswerAction, ConchAction, CropAction, NoteAction, Step, Usage
+from giant.llm.types import AnswerAction, CropAction, NoteAction, Step, Usage
 from giant.record import (
     TRAJECTORY_PAGE,
     JobLayout,
@@ -32,6 +32,7 @@ from giant.record import (
     read_trajectory,
     trajectory_dir,
 )
+from giant.tools import TOOLS, ToolRecord
 
 log = logging.getLogger(__name__)
 
@@ -78,25 +79,23 @@ def _usage(usage: Usage) -> str:
 
 
 def _action(step: Step) -> dict[str, Any]:
-    """The action's kind and its text (a crop's box; a CONCH call's hypotheses as a list)."""
+    """The action's kind and its text (a crop's box), or a tool's arguments as a list (`listed`)."""
     action = step.action
-    text: object = None
+    text: str | None = None
+    listed: list[str] | None = None
     if isinstance(action, CropAction):
         text = str(Box(x=action.x, y=action.y, w=action.width, h=action.height))
     elif isinstance(action, AnswerAction | NoteAction):
         text = action.text
-    elif isinstance(action, ConchAction):
-        text = list(action.hypotheses)
-    return {"kind": action.type, "text": text}
+    elif action.type in TOOLS:
+        listed = TOOLS[action.type].show(action)
+    return {"kind": action.type, "text": text, "listed": listed}
 
 
-def _tool_call(call: ToolCall) -> dict[str, Any]:
-    """A tool's result as the model got it: each hypothesis with its score, highest first."""
-    what = (
-        f"{call.model} scored the central square {call.region} of {call.image} "
-        f"({call.input_size}×{call.input_size} px read from the slide) in {call.seconds:.2f} s"
-    )
-    return {"what": what, "rows": [(f"{score:+.3f}", text) for text, score in call.ranked()]}
+def _tool_call(record: ToolRecord) -> dict[str, Any]:
+    """A tool's result as the model got it, as its tool describes it (giant.tools)."""
+    shown = TOOLS[record.tool].describe(record)
+    return {"what": shown["summary"], "rows": shown["rows"]}
 
 
 def _figure(region: Region, number: int | None, folder: Path) -> dict[str, Any]:
@@ -139,7 +138,9 @@ def _overview(overview: Region, crops: list[tuple[int, Region]], folder: Path) -
     }
 
 
-def _call(call: Call, crops: list[tuple[int, Region]], folder: Path, tools: list[ToolCall]) -> dict[str, Any]:
+def _call(
+    call: Call, crops: list[tuple[int, Region]], folder: Path, tools: list[ToolRecord]
+) -> dict[str, Any]:
     return {
         "head": f"Call {call.index}" + (f" (restart {call.attempt})" if call.attempt else ""),
         "steps": [{"reasoning": step.reasoning, "action": _action(step)} for step in call.steps],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from giant.core import Item
 from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider
+from giant.tools import Tool
 from giant.wsi.synthetic import write_synthetic_slide
 
 WIDTH, HEIGHT = 6000, 4000
@@ -103,10 +105,19 @@ def run(
     *,
     seed: int = 0,
     record_requests: bool = False,
+    loaded: Mapping[str, Tool[Any, Any, Any]] | None = None,
     **cfg: Any,
 ) -> Trajectory:
+    """One episode with these agent settings; `loaded` are the run's loaded tools (giant.tools)."""
     episode = run_episode(
-        item, slide, provider, parse_agent(cfg), out_dir=out_dir, seed=seed, record_requests=record_requests
+        item,
+        slide,
+        provider,
+        parse_agent(cfg),
+        out_dir=out_dir,
+        seed=seed,
+        record_requests=record_requests,
+        tools=loaded,
     )
     return asyncio.run(episode)
 

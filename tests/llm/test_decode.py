@@ -14,7 +14,7 @@ from giant.agent.trajectory import Trajectory
 from giant.llm.config import provider_settings
 from giant.llm.decode import decode_arguments, decode_step, decode_tool_call, json_objects, step_value
 from giant.llm.factory import build_provider
-from giant.llm.schema import TOOLS, Tool, step_schema
+from giant.llm.schema import Tool, function_tools, step_schema
 from giant.llm.types import AnswerAction, CropAction, ParseError
 from giant.wsi.synthetic import write_synthetic_slide
 from tests.eval.runner_fixtures import make_items
@@ -118,7 +118,7 @@ def test_json_objects_never_start_inside_a_decoded_object() -> None:
 
 
 def test_tool_calls_decode_text_and_object_arguments() -> None:
-    zoom: Tool = TOOLS["crop"]
+    zoom: Tool = function_tools()["crop"]
     args = {"x0": 1, "y0": 2, "w": 3, "h": 4}
     assert decode_tool_call(zoom, json.dumps(args), "raw").value == CropAction(x=1, y=2, width=3, height=4)
     assert decode_tool_call(zoom, args, "raw").note is None

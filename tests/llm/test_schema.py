@@ -7,13 +7,12 @@ from typing import Any
 import pytest
 
 from giant.llm.schema import (
-    ACTION_MODELS,
-    TOOLS,
+    function_tools,
     offered_actions,
     step_from_data,
     step_schema,
 )
-from giant.llm.types import CropAction, NoteAction, ParseError, Step
+from giant.llm.types import CropAction, NoteAction, ParseError, Step, action_models
 from tests.llm.conftest import make_ctx
 
 ALL = ("crop", "answer", "note", "conch")
@@ -48,7 +47,7 @@ def test_every_pydantic_constraint_is_in_the_schema() -> None:
     schema = step_schema(ALL)
     action = schema["properties"]["action"]["properties"]
     checked = 0
-    for model in ACTION_MODELS.values():
+    for model in action_models().values():
         for name, prop in model.model_json_schema()["properties"].items():
             if name == "type":
                 continue
@@ -98,12 +97,12 @@ def test_offered_actions_follow_the_context() -> None:
 
 
 def test_tool_parameters_carry_the_same_constraints() -> None:
-    zoom = TOOLS["crop"].parameters()
+    zoom = function_tools()["crop"].parameters()
     crop = CropAction.model_json_schema()["properties"]
-    for param, field in TOOLS["crop"].params.items():
+    for param, field in function_tools()["crop"].params.items():
         assert constraints(zoom["properties"][param]) == constraints(crop[field])
     assert zoom["additionalProperties"] is False and zoom["required"] == ["x0", "y0", "w", "h"]
-    assert TOOLS["note"].parameters()["properties"]["observation"]["minLength"] == 1
+    assert function_tools()["note"].parameters()["properties"]["observation"]["minLength"] == 1
 
 
 def test_flattened_reply_is_validated_by_pydantic() -> None:

@@ -13,14 +13,15 @@ import jinja2
 import pytest
 
 from giant import pages
-from giant.agent.trajectory import Call, Region, ToolCall, Trajectory
+from giant.agent.trajectory import Call, Region, Trajectory
 from giant.compare.pairs import compare_runs
 from giant.compare.render import to_html
 from giant.compare.sources import RunData, outcomes
 from giant.core import Box
-from giant.llm.types import AnswerAction, ConchAction, NoteAction, Step
+from giant.llm.types import AnswerAction, NoteAction, Step
 from giant.record import ResultRecord, ResultsWriter
 from giant.report import write_report
+from giant.tools.conch.tool import ConchAction, ConchRecord
 from giant.tracking.viewer import write_html
 from tests.browser import open_page, serve
 
@@ -89,7 +90,7 @@ def trajectory() -> Trajectory:
         ],
         regions=[region(0, "overview.jpg"), region(2, hostile("image"))],
         tool_calls=[
-            ToolCall(
+            ConchRecord(
                 call_index=2,
                 tool="conch",
                 model=hostile("tool_model"),

@@ -14,10 +14,9 @@ from PIL import ImageChops
 from giant.agent import instructions
 from giant.agent.trajectory import Trajectory
 from giant.core import Box, Item
-from giant.llm.schema import TOOLS, offered_actions, offered_tools, step_schema
-from giant.llm.types import HYPOTHESES_CAP
-from giant.tools import using
-from giant.tools.action import central_square
+from giant.llm.schema import function_tools, offered_actions, offered_tools, step_schema
+from giant.tools.conch.settings import HYPOTHESES_CAP
+from giant.tools.conch.tool import ConchTool, central_square, conch_failed, conch_prompt, conch_too_many
 from giant.wsi.slide import Slide
 from tests.agent.conftest import answer, crop, run, scripted, texts
 
@@ -41,8 +40,15 @@ def test_conch_scores_the_latest_crop_read_again_from_the_slide(
 ) -> None:
     scorer = HistogramScorer(input_size=96)
     provider = scripted(tmp_path, [crop(1000, 500, 3000, 1200), conch(*HYPOTHESES), answer(2)])
-    with using("conch", scorer, max_hypotheses=4):
-        traj = run(item, slide_path, provider, tmp_path / "out", max_steps=6, tools=["conch"])
+    traj = run(
+        item,
+        slide_path,
+        provider,
+        tmp_path / "out",
+        max_steps=6,
+        loaded={"conch": ConchTool(scorer, 4)},
+        tools=["conch"],
+    )
     assert traj.status == "answered"
     assert (traj.totals.calls, traj.totals.steps, traj.totals.crops) == (3, 3, 1)  # the conch call is a step
     [call] = traj.tool_calls
@@ -70,8 +76,9 @@ def test_conch_scores_the_latest_crop_read_again_from_the_slide(
 def test_before_any_crop_conch_scores_the_overview(tmp_path: Path, item: Item, slide_path: Path) -> None:
     scorer = HistogramScorer()
     provider = scripted(tmp_path, [conch("tissue"), answer(1)])
-    with using("conch", scorer, max_hypotheses=2):
-        traj = run(item, slide_path, provider, max_steps=4, tools=["conch"])
+    traj = run(
+        item, slide_path, provider, max_steps=4, loaded={"conch": ConchTool(scorer, 2)}, tools=["conch"]
+    )
     [call] = traj.tool_calls
     assert call.image == "the overview"
     assert call.region == central_square(Box(x=0, y=0, w=WIDTH, h=HEIGHT)) == Box(x=1000, y=0, w=4000, h=4000)
@@ -79,21 +86,24 @@ def test_before_any_crop_conch_scores_the_overview(tmp_path: Path, item: Item, s
 
 def test_the_prompt_schema_and_tools_offer_conch(tmp_path: Path, item: Item, slide_path: Path) -> None:
     provider = scripted(tmp_path, [answer(1)])
-    with using("conch", HistogramScorer(), max_hypotheses=5):
-        run(item, slide_path, provider, max_steps=4, tools=["conch"])
+    run(
+        item,
+        slide_path,
+        provider,
+        max_steps=4,
+        loaded={"conch": ConchTool(HistogramScorer(), 5)},
+        tools=["conch"],
+    )
     conversation, ctx = provider.sent[0]
     assert ctx.extra_actions == ("conch",)
     assert conversation.system is not None
-    assert (
-        instructions.conch_prompt(5) in conversation.system
-        and "1 to 5 short descriptions" in conversation.system
-    )
+    assert conch_prompt(5) in conversation.system and "1 to 5 short descriptions" in conversation.system
     schema = step_schema(offered_actions(ctx))
     action = schema["properties"]["action"]["properties"]
     assert "conch" in action["type"]["enum"]
     assert action["hypotheses"]["minItems"] == 1 and action["hypotheses"]["maxItems"] == HYPOTHESES_CAP
     assert action["hypotheses"]["items"]["minLength"] == 1
-    assert TOOLS["conch"] in offered_tools(ctx)
+    assert function_tools()["conch"] in offered_tools(ctx)
     # without the setting nothing about CONCH reaches the model
     (tmp_path / "plain").mkdir()
     plain = scripted(tmp_path / "plain", [answer(1)])
@@ -106,9 +116,10 @@ def test_too_many_hypotheses_are_fed_back_and_not_counted(
 ) -> None:
     scorer = HistogramScorer()
     provider = scripted(tmp_path, [conch("a", "b", "c"), conch("a", "b"), answer(1)])
-    with using("conch", scorer, max_hypotheses=2):
-        traj = run(item, slide_path, provider, max_steps=5, tools=["conch"])
-    assert traj.calls[0].feedback == instructions.conch_too_many(3, 2)
+    traj = run(
+        item, slide_path, provider, max_steps=5, loaded={"conch": ConchTool(scorer, 2)}, tools=["conch"]
+    )
+    assert traj.calls[0].feedback == conch_too_many(3, 2)
     assert [c.hypotheses for c in traj.tool_calls] == [["a", "b"]]
     assert traj.totals.steps == 2  # the second conch call and the answer
     assert len(scorer.images) == 1
@@ -116,8 +127,14 @@ def test_too_many_hypotheses_are_fed_back_and_not_counted(
 
 def test_conch_at_the_last_step_is_a_violation(tmp_path: Path, item: Item, slide_path: Path) -> None:
     provider = scripted(tmp_path, [crop(0, 0, 900, 900), conch("x"), answer(1)])
-    with using("conch", HistogramScorer(), max_hypotheses=2):
-        traj = run(item, slide_path, provider, max_steps=2, tools=["conch"])
+    traj = run(
+        item,
+        slide_path,
+        provider,
+        max_steps=2,
+        loaded={"conch": ConchTool(HistogramScorer(), 2)},
+        tools=["conch"],
+    )
     assert traj.status == "answered" and traj.tool_calls == []
     assert traj.calls[1].feedback == instructions.STEP_LIMIT_CORRECTIVE
 
@@ -130,31 +147,38 @@ def test_a_failing_scorer_costs_the_call_not_the_episode(
             raise RuntimeError("out of memory")
 
     provider = scripted(tmp_path, [conch("x"), answer(1)])
-    with using("conch", Broken(), max_hypotheses=2):
-        traj = run(item, slide_path, provider, max_steps=4, tools=["conch"])
+    traj = run(
+        item, slide_path, provider, max_steps=4, loaded={"conch": ConchTool(Broken(), 2)}, tools=["conch"]
+    )
     assert traj.status == "answered"
-    assert traj.calls[0].feedback == instructions.conch_failed("RuntimeError: out of memory")
+    assert traj.calls[0].feedback == conch_failed("RuntimeError: out of memory")
 
 
 def test_tools_without_a_loaded_model_is_one_clear_error(
     item: Item, slide_path: Path, tmp_path: Path
 ) -> None:
     from giant.errors import ConfigError
-    from giant.tools import prepare
+    from giant.tools import load_tools
 
-    prepare([], None)  # nothing active
-    with pytest.raises(ConfigError, match="not loaded"):
+    with pytest.raises(ConfigError, match="not loaded"):  # no tools handed to the episode
         run(item, slide_path, scripted(tmp_path, [answer(1)]), max_steps=3, tools=["conch"])
     with pytest.raises(ConfigError, match="no tools section"):
-        prepare(["conch"], None)
+        load_tools(["conch"], None)
 
 
 def _conch_episode(tmp_path: Path, item: Item, slide_path: Path) -> tuple[Path, Trajectory]:
     out = tmp_path / "out"
     hypotheses = [*HYPOTHESES, "<script>alert(1)</script> glands"]
     provider = scripted(tmp_path, [crop(2000, 1000, 1500, 1500), conch(*hypotheses), answer(2)])
-    with using("conch", HistogramScorer(), max_hypotheses=4):
-        traj = run(item, slide_path, provider, out, max_steps=5, tools=["conch"])
+    traj = run(
+        item,
+        slide_path,
+        provider,
+        out,
+        max_steps=5,
+        loaded={"conch": ConchTool(HistogramScorer(), 4)},
+        tools=["conch"],
+    )
     return out, traj
 
 

@@ -11,7 +11,7 @@ from huggingface_hub import errors
 
 from giant.errors import ConfigError
 from giant.tools.conch.load import _download
-from giant.tools.settings import ConchSettings
+from giant.tools.conch.settings import ConchSettings
 
 REPO = "MahmoodLab/CONCH"
 TOKEN_ENV = "GIANT_TEST_CONCH_TOKEN"

@@ -14,7 +14,7 @@ from PIL import Image
 
 from giant.config import CONF_DIR
 from giant.errors import ConfigError
-from giant.tools.settings import ConchSettings
+from giant.tools.conch.settings import ConchSettings
 
 from .conftest import needs_torch
 
@@ -229,16 +229,17 @@ def test_the_class_token_sees_the_text_as_conch_was_trained() -> None:
     assert torch.equal(mask[0], mask[1])  # the same for every head
 
 
-def test_prepare_loads_each_setting_once_per_process() -> None:
-    from giant.tools import ToolSettings, active, prepare
+def test_load_tools_loads_each_setting_once_per_process() -> None:
+    from giant.tools import ToolSettings, load_tools
+    from giant.tools.conch.tool import ConchTool
 
     tiny = ToolSettings(conch=settings(weights="tiny-random"))
-    first = prepare(["conch"], tiny)["conch"].scorer
-    assert prepare(["conch"], tiny)["conch"].scorer is first  # a sweep's second job reuses the weights
-    assert active("conch").max_hypotheses == 8
+    [first] = load_tools(["conch"], tiny).values()
+    assert load_tools(["conch"], tiny)["conch"] is first  # a sweep's second job reuses the weights
+    assert isinstance(first, ConchTool) and first.max_hypotheses == 8
     other = ToolSettings(conch=settings(weights="tiny-random", seed=3))
-    assert prepare(["conch"], other)["conch"].scorer is not first
-    assert prepare([], tiny) == {}  # a run without tools leaves none active
+    assert load_tools(["conch"], other)["conch"] is not first
+    assert load_tools([], tiny) == {}  # a run without tools loads none
 
 
 @pytest.mark.slow
@@ -248,7 +249,7 @@ def test_an_unreachable_hugging_face_repo_is_one_line(tmp_path: Path) -> None:
     code = (
         "from giant.errors import ConfigError\n"
         "from giant.tools.conch.load import load_conch\n"
-        "from giant.tools.settings import ConchSettings\n"
+        "from giant.tools.conch.settings import ConchSettings\n"
         "try:\n"
         "    load_conch(ConchSettings(weights='MahmoodLab/CONCH', tokenizer=None, max_hypotheses=8,\n"
         "                             device='cpu', hf_token_env='GIANT_TEST_NO_TOKEN', seed=0))\n"

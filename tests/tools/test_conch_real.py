@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from giant.tools.settings import ConchSettings
+from giant.tools.conch.settings import ConchSettings
 from giant.wsi.synthetic import write_synthetic_slide
 
 from .conftest import needs_torch

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from giant.llm.config import provider_settings
-from giant.llm.types import HYPOTHESES_CAP, ConchAction
+from giant.tools.conch.settings import HYPOTHESES_CAP
+from giant.tools.conch.tool import ConchAction
 from tests.llm.conftest import make_ctx
 from tests.llm.mock_api import MockAPI, call, function_call, message, messages_body, responses_body, tool_use
 

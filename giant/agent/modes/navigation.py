@@ -13,6 +13,7 @@ from giant.agent import instructions
 from giant.agent.config import RegionsConfig
 from giant.agent.modes.base import Mode, register
 from giant.roles import Method
+from giant.tools.registry import ToolName
 
 if TYPE_CHECKING:
     from giant.agent.episode_state import EpisodeState
@@ -23,7 +24,7 @@ class NavigationConfig(RegionsConfig):
 
     note_tool: Method[bool]
     # Tools the model may consult besides cropping (giant.tools; their settings under tools.<name>).
-    tools: Method[list[Literal["conch"]]]
+    tools: Method[list[ToolName]]
     strict_crops: Method[bool]  # True: invalid boxes are fed back as errors instead of clamped
     # Corrective messages after rule violations (a crop when the answer is due; an early answer in
     # paper mode); the next violation fails the item. The paper's "3 retries" (loop.py docstring).

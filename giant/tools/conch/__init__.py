@@ -1,2 +1,6 @@
-"""CONCH (a CoCa-style pathology vision-language model) behind the `conch` tool. Needs PyTorch (the
-`conch` extra); nothing imports this package unless a run enables the tool."""
+"""CONCH (a CoCa-style pathology vision-language model) behind the `conch` tool. The model needs
+PyTorch (the `conch` extra), imported only when a run loads the tool; registering it needs none."""
+
+from giant.tools.conch.tool import ConchTool
+
+__all__ = ["ConchTool"]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from giant.errors import ConfigError
-from giant.tools.settings import ConchSettings
+from giant.tools.conch.settings import ConchSettings
 
 TINY_RANDOM = "tiny-random"
 CHECKPOINT_FILE = "pytorch_model.bin"  # the file name in the MahmoodLab/CONCH repository

@@ -1,0 +1,92 @@
+"""The tool contract: everything outside giant/tools/ asks a registered tool class or a loaded tool.
+
+A tool is one `Tool` subclass with `@register` (giant.tools.registry). The class says what the rest of
+the project derives from it: its settings (`tools.<name>.*`), the action the model sends (it joins the
+step's action union and schema), the record the trajectory keeps of a call, and how pages show that
+record. An instance is the tool loaded for one run (its weights): built once by `load`, handed to every
+episode, where the navigation loop asks it for its prompt paragraph and runs it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
+
+from pydantic import BaseModel
+
+from giant.core import Box
+from giant.llm.types import ActionModel
+
+if TYPE_CHECKING:
+    from giant.agent.episode_state import EpisodeState
+
+
+class ToolRecord(BaseModel):
+    """One executed tool call as the trajectory keeps it; a tool's record model adds its result."""
+
+    call_index: int  # the provider call that asked for it
+    tool: str  # the registered tool's name
+
+
+class UnusableCall(Exception):
+    """A tool call that cannot be executed; `feedback` goes back to the model."""
+
+    def __init__(self, feedback: str) -> None:
+        super().__init__(feedback)
+        self.feedback = feedback
+
+
+@dataclass(frozen=True)
+class Seen:
+    """The image a tool call refers to: the one the model saw last."""
+
+    call_index: int  # the provider call that asked for the tool
+    image: str  # "the overview" or "crop N"
+    box: Box  # that image's level-0 region
+
+
+S = TypeVar("S", bound=BaseModel)
+A = TypeVar("A", bound=ActionModel)
+R = TypeVar("R", bound=ToolRecord)
+
+
+class Tool(Generic[S, A, R]):
+    """One tool the navigating agent may consult. Subclasses set the class attributes and methods."""
+
+    name: ClassVar[str]
+    settings: ClassVar[type[BaseModel]]  # tools.<name>.*, each field with its role (giant.roles)
+    action: ClassVar[type[ActionModel]]  # `type: Literal[name]` plus the arguments the model sends
+    record: ClassVar[type[ToolRecord]]  # `tool` is the name; the fields the call's result adds
+    description: ClassVar[str]  # the function tool's description (tools mode)
+    hints: ClassVar[dict[str, str]]  # each action field's description in the step schema
+    report_title: ClassVar[str]  # the run report's section on the tool's calls
+    report_note: ClassVar[str]  # what that section's table shows
+
+    @classmethod
+    def load(cls, settings: S) -> Self:
+        """The tool ready for a run (its model read); a ConfigError line says why it cannot be."""
+        raise NotImplementedError
+
+    def prompt(self) -> str:
+        """The system prompt's paragraph on the tool, appended when a run enables it."""
+        raise NotImplementedError
+
+    async def run(self, ep: EpisodeState[Any], seen: Seen, action: A) -> R:
+        """Execute one call on the latest image; UnusableCall carries the model's feedback."""
+        raise NotImplementedError
+
+    def reply(self, record: R) -> str:
+        """What the model is told of an executed call."""
+        raise NotImplementedError
+
+    @classmethod
+    def show(cls, action: A) -> list[str]:
+        """The action's arguments as the pages list them."""
+        raise NotImplementedError
+
+    @classmethod
+    def describe(cls, record: R) -> dict[str, Any]:
+        """A call's result as plain data for the pages: `summary` (a line), `model` (what ran),
+        `image` (the image it ran on), `target` (that image's region) and `rows` (pairs of strings,
+        a small table in order)."""
+        raise NotImplementedError

@@ -1,0 +1,23 @@
+"""The CONCH tool's settings (`tools.conch.*`, defaults in conf/tools/conch.yaml): types and checks only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from giant.roles import Method, Operational
+
+HYPOTHESES_CAP = 16  # the most hypotheses one conch call may send (tools.conch.max_hypotheses <= this)
+
+
+class ConchSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # "tiny-random" (a small random model built in code), a checkpoint file, or a Hugging Face repo id
+    weights: Method[str] = Field(min_length=1)
+    tokenizer: Method[Path | None]  # CONCH's tokenizer JSON; None: beside the checkpoint, or from the repo
+    max_hypotheses: Method[int] = Field(ge=1, le=HYPOTHESES_CAP)
+    device: Operational[str] = Field(pattern=r"^(auto|cpu|cuda(:\d+)?|mps)$")  # where the model runs
+    hf_token_env: Operational[str] = Field(min_length=1)  # the variable holding the Hugging Face token
+    seed: Method[int]  # the tiny random model's weights

@@ -1,0 +1,111 @@
+"""A second tool touches only its own registration: a test-only `measure` tool (the latest image's
+region size in pixels), registered here, is offered, run, recorded and shown like CONCH."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Self
+
+import pytest
+from pydantic import BaseModel
+
+from giant.agent.episode_state import EpisodeState
+from giant.agent.trajectory import Trajectory
+from giant.core import Box, Item
+from giant.llm.schema import offered_actions, step_from_data, step_schema
+from giant.llm.types import ActionModel
+from giant.roles import Method
+from giant.tools import Seen, Tool, ToolRecord, register, unregister
+from tests.agent.conftest import answer, crop, run, scripted, texts
+
+
+class MeasureSettings(BaseModel):
+    unit: Method[str]
+
+
+class MeasureAction(ActionModel):
+    type: Literal["measure"] = "measure"
+
+
+class MeasureRecord(ToolRecord):
+    image: str
+    region: Box
+    pixels: int
+
+
+class MeasureTool(Tool[MeasureSettings, MeasureAction, MeasureRecord]):
+    name = "measure"
+    settings = MeasureSettings
+    action = MeasureAction
+    record = MeasureRecord
+    description = "Measure the latest image's region."
+    hints: ClassVar[dict[str, str]] = {}
+    report_title = "Measurements"
+    report_note = "the latest image's region, in level-0 pixels."
+
+    @classmethod
+    def load(cls, settings: MeasureSettings) -> Self:
+        return cls()
+
+    def prompt(self) -> str:
+        return "You can also measure your latest image: the measure action returns its size in pixels."
+
+    async def run(self, ep: EpisodeState[Any], seen: Seen, action: MeasureAction) -> MeasureRecord:
+        pixels = seen.box.w * seen.box.h
+        return MeasureRecord(
+            call_index=seen.call_index, tool=self.name, image=seen.image, region=seen.box, pixels=pixels
+        )
+
+    def reply(self, record: MeasureRecord) -> str:
+        return f"{record.image} covers {record.pixels} level-0 pixels."
+
+    @classmethod
+    def show(cls, action: MeasureAction) -> list[str]:
+        return []
+
+    @classmethod
+    def describe(cls, record: MeasureRecord) -> dict[str, Any]:
+        return {
+            "summary": f"measured {record.image}",
+            "model": "arithmetic",
+            "image": record.image,
+            "target": f"{record.image} {record.region}",
+            "rows": [("pixels", str(record.pixels))],
+        }
+
+
+@pytest.fixture
+def measure() -> Iterator[type[MeasureTool]]:
+    register(MeasureTool)
+    yield MeasureTool
+    unregister("measure")
+
+
+def test_a_registered_tool_is_offered_run_recorded_and_shown(
+    measure: type[MeasureTool], tmp_path: Path, item: Item, slide_path: Path
+) -> None:
+    from giant.tracking.viewer import write_html
+
+    step = {"reasoning": "how big?", "action": {"type": "measure"}}
+    provider = scripted(tmp_path, [crop(1000, 500, 3000, 1200), step, answer(2)])
+    out = tmp_path / "out"
+    tool = measure.load(MeasureSettings(unit="px"))
+    traj = run(item, slide_path, provider, out, max_steps=6, loaded={"measure": tool}, tools=["measure"])
+    assert traj.status == "answered"
+    # the schema and the prompt offer it
+    conversation, ctx = provider.sent[0]
+    assert ctx.extra_actions == ("measure",)
+    assert (
+        "measure" in step_schema(offered_actions(ctx))["properties"]["action"]["properties"]["type"]["enum"]
+    )
+    assert isinstance(step_from_data(step, "").action, MeasureAction)
+    assert tool.prompt() in (conversation.system or "")
+    # the trajectory records its result, the model is told it, and the JSON reads back
+    [record] = traj.tool_calls
+    assert isinstance(record, MeasureRecord) and record.pixels == 3000 * 1200 and record.image == "crop 1"
+    assert "crop 1 covers 3600000 level-0 pixels." in texts(provider.sent[2][0])
+    assert Trajectory.model_validate_json((out / "trajectory.json").read_text()).tool_calls == [record]
+    # the trajectory page renders it
+    page = write_html(out, traj).read_text()
+    assert "measured crop 1" in page and "<td>3600000</td>" in page
