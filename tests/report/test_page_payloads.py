@@ -144,7 +144,9 @@ def comparison_page(root: Path) -> Path:
                 label=label,
                 truth=1,
                 correct=label == 1,
-                status="answered" if label is not None else hostile("status"),
+                status="answered" if label is not None else "provider_error",
+            ).model_copy(  # a status is typed, so a hostile one only gets in unvalidated: still escaped
+                update={} if label is not None else {"status": hostile("status")}
             )
             for i, label in enumerate(labels)
         ]
