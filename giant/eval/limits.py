@@ -6,7 +6,8 @@ One object admits, sends and settles each call, so the order is fixed in one pla
 2. the run budget reserves the call's expected cost, waiting for calls in flight to settle while it
    does not fit (LimitExceeded "budget" when it never will; giant.eval.budget);
 3. until one call has come back from the server with a reply, calls go one at a time: a refused key,
-   an unknown model or a used-up quota then costs one request, not one per concurrent item;
+   an unknown model or a used-up quota then costs one request, not one per concurrent item (batch
+   mode needs no gate: a round's calls are one request, and one at a time would split the round);
 4. the call's real cost replaces its reservation, whatever way it ended; a fatal cause (key, model,
    quota) halts the run at once.
 """
@@ -19,6 +20,7 @@ from giant.agent.limits import LimitExceeded
 from giant.eval.budget import RunBudget
 from giant.eval.causes import FATAL_CAUSES, Halt, fatal_reason
 from giant.interrupt import StopRequest
+from giant.llm.batch import batched
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider, ProviderError
 
 
@@ -58,7 +60,7 @@ class RunLimits:
             self.budget.settle(hold, cost, model=provider.model)
 
     async def _gated(self, provider: Provider, conversation: Conversation, ctx: CallContext) -> ModelTurn:
-        if not self._proven:
+        if not self._proven and not batched(provider):
             async with self._probe:
                 self.check()  # the call it waited for may have halted the run
                 if not self._proven:

@@ -44,6 +44,7 @@ from giant.eval.scoring import outcome_fields, score_trajectory
 from giant.eval.summarize import summarize
 from giant.eval.summary import Summary
 from giant.interrupt import StopRequest
+from giant.llm.batch import batch_member
 from giant.llm.ledger import Ledger
 from giant.llm.pricing import Pricing
 from giant.llm.types import Provider
@@ -189,6 +190,8 @@ async def run_eval(
                         item, k, slides[item.key], provider, limits, agent, run, out_dir, ledger, tools or {}
                     )
                 )
+                # Counted before it starts: a batch round waits for this episode's first call too.
+                episode.add_done_callback(batch_member(provider))
                 episodes.add(episode)
                 try:
                     record = await episode

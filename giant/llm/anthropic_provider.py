@@ -21,6 +21,7 @@ from typing import Any
 
 import anthropic
 
+from giant.llm.batch_anthropic import AnthropicBatches
 from giant.llm.caching import Block, Marks, anthropic_breakpoints
 from giant.llm.config import AnthropicSettings
 from giant.llm.decode import Decoded, decode_step, decode_tool_call, json_objects, step_value
@@ -103,6 +104,9 @@ class AnthropicProvider(SdkProvider[AnthropicSettings]):
     ) -> None:
         super().__init__(cfg, ledger=ledger)
         self.client = anthropic.AsyncAnthropic(api_key=self._key, **client_options(cfg, http_client))
+
+    def _batch_api(self) -> AnthropicBatches:
+        return AnthropicBatches(self.client)
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(model={self.model!r}, protocol={self.cfg.protocol!r})"

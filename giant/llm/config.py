@@ -78,7 +78,27 @@ STANDARD_TIMEOUT_S = 600.0  # the openai and anthropic SDKs' own default
 FLEX_TIMEOUT_S = 900.0  # OpenAI's advice for flex processing, whose replies queue for capacity
 
 
-class OpenAISettings(SdkSettings):
+class BatchedSettings(SdkSettings):
+    """The providers with a batch API (openai, anthropic): `batch=true` sends every call through it,
+    half price, replies within 24 h (giant.llm.batch gathers each step round into one batch)."""
+
+    batch: Operational[bool]
+    batch_max_requests: Operational[int] = Field(ge=1, le=100_000)  # a batch is submitted at this size
+    batch_max_mb: Operational[float] = Field(gt=0)  # or at this many MB of requests (the APIs' file limits)
+    batch_wait_s: Operational[float] = Field(gt=0)  # or this long after its first request was queued
+    batch_poll_s: Operational[float] = Field(gt=0)  # the first pause between polls; it grows tenfold
+
+    @model_validator(mode="after")
+    def _one_discount(self) -> BatchedSettings:
+        if self.batch and getattr(self, "service_tier", "standard") != "standard":
+            raise _invalid(
+                "provider.batch=true and provider.service_tier=flex are two ways to the same discount; "
+                "pick one"
+            )
+        return self
+
+
+class OpenAISettings(BatchedSettings):
     implementation = "giant.llm.openai_provider:OpenAIProvider"
     name: Method[Literal["openai"]]
     reasoning_effort: Method[str | None]  # None leaves it unset (and asks for no encrypted reasoning)
@@ -96,7 +116,7 @@ class OpenAISettings(SdkSettings):
         return FLEX_TIMEOUT_S if self.service_tier == "flex" else STANDARD_TIMEOUT_S
 
 
-class AnthropicSettings(SdkSettings):
+class AnthropicSettings(BatchedSettings):
     implementation = "giant.llm.anthropic_provider:AnthropicProvider"
     name: Method[Literal["anthropic"]]
     max_tokens: Method[int] = Field(ge=1)  # the Messages API requires it

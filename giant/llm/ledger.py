@@ -10,6 +10,7 @@ per item reuse the runs already paid for.
 
 Layout (plain JSON, inspectable with `python -m giant.llm.ledger DIR`):
   calls/<key[:2]>/<key>.json   the sanitized request, the raw reply, its usage and cost, the time
+  batches/<batch_id>.json      provider.batch=true: each batch's requests (giant.llm.batch_records)
   images/<sha256>.jpg          each image once, however many calls and episodes sent it; the
                                trajectory folders' copies are hard links to these (giant.storage),
                                written when the episode renders the image, so a call that was never
@@ -33,16 +34,18 @@ from pydantic import BaseModel
 
 from giant.atomic import write_atomic
 from giant.core import EncodedImage
+from giant.llm.batch_records import BATCHES_DIR, describe
 from giant.llm.types import Conversation, ImagePart, UserMessage
 from giant.storage import image_name
 
 LEDGER_DIR = "ledger"  # under paths.cache_dir
 # Settings that never change what the server answers: the key's variable, pacing, retries, prices, and
-# the price tier (a flex reply is the standard one, billed at half: a pilot paid at one tier
-# replays free under the other).
+# the price tier (a flex or batch reply is the standard one, billed at half: a pilot paid at one
+# tier replays free under another).
 _NOT_IN_KEY = frozenset(
     {"api_key_env", "rpm", "tpm", "timeout_s", "max_retries", "pricing_file"}
     | {"service_tier", "flex_retries", "flex_fallback"}
+    | {"batch", "batch_max_requests", "batch_max_mb", "batch_wait_s", "batch_poll_s"}
 )
 # Wire fields of the same kind: what the request asks of billing, not of the model.
 _WIRE_NOT_IN_KEY = frozenset({"service_tier"})
@@ -162,6 +165,8 @@ def main(argv: list[str]) -> int:
         return 2
     s = stats(Path(argv[0]))
     print(f"{s.calls} calls (${s.dollars:.4f} when paid), {s.images} images, {s.bytes / 1e6:.1f} MB")
+    for line in describe(Path(argv[0]) / BATCHES_DIR):  # provider.batch=true: its batches, as last seen
+        print(f"batch {line}")
     return 0
 
 

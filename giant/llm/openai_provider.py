@@ -21,6 +21,7 @@ from typing import Any
 
 import openai
 
+from giant.llm.batch_openai import OpenAIBatches
 from giant.llm.caching import no_breakpoints, openai_prefix
 from giant.llm.config import OpenAISettings
 from giant.llm.decode import decode_step, decode_tool_call
@@ -68,6 +69,9 @@ class OpenAIProvider(SdkProvider[OpenAISettings]):
     def __init__(self, cfg: OpenAISettings, *, http_client: Any = None, ledger: Ledger | None = None) -> None:
         super().__init__(cfg, ledger=ledger)
         self.client = openai.AsyncOpenAI(api_key=self._key, **client_options(cfg, http_client))
+
+    def _batch_api(self) -> OpenAIBatches:
+        return OpenAIBatches(self.client)
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(model={self.model!r}, protocol={self.cfg.protocol!r})"

@@ -10,10 +10,15 @@ from __future__ import annotations
 import importlib
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from functools import cached_property, partial
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from giant.llm.config import SdkSettings
+from giant.errors import ConfigError
+from giant.llm.batch import BatchApi, BatchCollector
+from giant.llm.batch_records import BATCHES_DIR, BatchBook
+from giant.llm.config import BatchedSettings, SdkSettings
 from giant.llm.ledger import Ledger, LedgerEntry, call_key
 from giant.llm.runtime import CallRuntime, sanitized
 from giant.llm.types import CallContext, Conversation, ModelTurn, Usage
@@ -49,6 +54,34 @@ class SdkProvider(ABC, Generic[S]):
         self.model = cfg.model
         self.runtime = CallRuntime(cfg, provider=self.name)
         self._key = os.environ.get(cfg.api_key_env, "") if cfg.api_key_env else ""
+        if isinstance(cfg, BatchedSettings) and cfg.batch and ledger is None:
+            raise ConfigError(
+                f"provider={self.name}: provider.batch=true records its batches beside the ledger; "
+                "run it with a ledger"
+            )
+
+    @cached_property
+    def batches(self) -> BatchCollector | None:
+        """The batch rounds of provider.batch=true (giant.llm.batch), shared by every episode of the
+        run; None: each call is sent on its own. Built on first use, once the subclass has its client."""
+        cfg = self.cfg
+        api = self._batch_api()
+        if not isinstance(cfg, BatchedSettings) or not cfg.batch or api is None:
+            return None
+        assert self.ledger is not None  # __init__ refused batch mode without one
+        return BatchCollector(
+            api,
+            BatchBook(Path(self.ledger.root) / BATCHES_DIR),
+            max_requests=cfg.batch_max_requests,
+            max_bytes=int(cfg.batch_max_mb * 1e6),
+            wait_s=cfg.batch_wait_s,
+            poll_s=cfg.batch_poll_s,
+            secret=self._key or None,
+        )
+
+    def _batch_api(self) -> BatchApi | None:
+        """The API's batch wire format (giant.llm.batch_openai, batch_anthropic); None: it has none."""
+        return None
 
     @abstractmethod
     def build_request(self, conversation: Conversation, ctx: CallContext) -> dict[str, Any]:
@@ -74,6 +107,7 @@ class SdkProvider(ABC, Generic[S]):
         request = self.build_request(conversation, ctx)
         recorded = self._recorded(request)
         keep = None
+        send: Callable[[], Awaitable[Any]] = partial(self._send, request)
         if self.ledger is not None:
             key = call_key(
                 provider=self.name,
@@ -86,11 +120,13 @@ class SdkProvider(ABC, Generic[S]):
             if entry is not None:
                 return await self._replay(entry, ctx, conversation, recorded)
             keep = self._keeper(self.ledger, key, ctx, conversation, recorded)
+            if self.batches is not None:  # the ledger key is the request's custom_id in its batch
+                send = partial(self.batches.call, key, request)
         return await self.runtime.execute(
             ctx,
             conversation,
             recorded,
-            send=lambda: self._send(request),
+            send=send,
             usage_of=self._usage,
             parse=self._parse,
             secret=self._key or None,
@@ -151,6 +187,8 @@ class SdkProvider(ABC, Generic[S]):
 
     def _usage(self, response: Any, latency: float) -> Usage:
         usage = self._tokens(response)
+        if self.batches is not None:
+            usage.tier = "batch"  # billed at the batch rates, whatever the reply says of its tier
         usage.request_id = getattr(response, "_request_id", None) or response.id
         usage.latency_s = latency
         return self.runtime.priced(usage)
