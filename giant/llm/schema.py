@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from giant.llm.types import CallContext, ParseError, Step, action_models
+from giant.tools.registry import TOOLS
 
 # Guidance for the model only; constraints come from the pydantic models. A tool adds its own fields'.
 _HINTS = {
@@ -30,8 +31,6 @@ _HINTS = {
 
 
 def _hints() -> dict[str, str]:
-    from giant.tools.registry import TOOLS
-
     return _HINTS | {k: v for tool in TOOLS.values() for k, v in tool.hints.items()}
 
 
@@ -189,8 +188,6 @@ BUILTIN_TOOLS: dict[str, Tool] = {
 def function_tools() -> dict[str, Tool]:
     """Every function tool by action kind: the built-in ones, then each registered tool (giant.tools),
     called by its name with its action's fields as parameters."""
-    from giant.tools.registry import TOOLS
-
     registered = {
         name: Tool(name, name, tool.description, {f: f for f in tool.action.model_fields if f != "type"})
         for name, tool in TOOLS.items()

@@ -12,19 +12,11 @@ from typing import Annotated, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
+from giant.actions import ActionModel, NonEmptyStr
 from giant.core import AnswerSpace, EncodedImage, SetupCause
 from giant.llm.caching import Block, CacheSplit, Marks, Request
 from giant.tagged import tagged
-
-NonEmptyStr = Annotated[str, Field(min_length=1)]
-
-
-class ActionModel(BaseModel):
-    """What every action has: the `type` a step's action is told apart by (each action narrows it
-    to its own literal)."""
-
-    model_config = ConfigDict(extra="forbid")
-    type: str
+from giant.tools.registry import TOOLS
 
 
 class CropAction(ActionModel):
@@ -60,8 +52,6 @@ BUILTIN_ACTIONS: dict[str, type[ActionModel]] = {
 
 def action_models() -> dict[str, type[ActionModel]]:
     """Every action a step may hold: the built-in ones, then each registered tool's (giant.tools)."""
-    from giant.tools.registry import TOOLS  # imported late: a tool's action subclasses ActionModel
-
     return {**BUILTIN_ACTIONS, **{name: tool.action for name, tool in TOOLS.items()}}
 
 
@@ -117,6 +107,8 @@ class Usage(TokenCounts):
     """What one provider call consumed. Image tokens are already inside input_tokens."""
 
     tier: Tier = "standard"  # the tier the server billed (a flex call that fell back is standard)
+    # Of cache_write_tokens, those written with Anthropic's 1-hour TTL: billed at 2x input, not 1.25x.
+    cache_write_1h_tokens: int = 0
     request_id: str | None = None
     latency_s: float = 0.0
     cost_usd: float | None = None  # None = model not in the pricing table ("unknown"), never a guess

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from pydantic import BaseModel
 
+from giant.actions import ActionModel
 from giant.core import Box
-from giant.llm.types import ActionModel
 
 if TYPE_CHECKING:
     from giant.agent.episode_state import EpisodeState

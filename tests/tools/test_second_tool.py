@@ -10,11 +10,11 @@ from typing import Any, ClassVar, Literal, Self
 import pytest
 from pydantic import BaseModel
 
+from giant.actions import ActionModel
 from giant.agent.episode_state import EpisodeState
 from giant.agent.trajectory import Trajectory
 from giant.core import Box, Item
 from giant.llm.schema import offered_actions, step_from_data, step_schema
-from giant.llm.types import ActionModel
 from giant.roles import Method
 from giant.tools import Seen, Tool, ToolRecord, register, unregister
 from tests.agent.conftest import answer, crop, run, scripted, texts

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from pydantic import Field
 
+from giant.actions import ActionModel, NonEmptyStr
 from giant.core import Box
-from giant.llm.types import ActionModel, NonEmptyStr
 from giant.tools.base import Seen, Tool, ToolRecord, UnusableCall
 from giant.tools.conch.settings import HYPOTHESES_CAP, ConchSettings
 from giant.tools.registry import register
