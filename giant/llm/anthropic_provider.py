@@ -7,7 +7,8 @@ tools: the authors' protocol, slide_zoom/note tools and the answer as text; only
 of a turn is executed (paper_facts §1).
 Prompt caching: the tools, tool_choice, thinking settings and system prompt are the same at every
 call of an item (a demanded answer is asked for in the message, schema.offered_actions), so the
-prefix only grows. Where the cache_control breakpoints go (at most 4) is `cache_breakpoints`.
+prefix only grows. Where the cache_control breakpoints go (at most 4) is `cache_breakpoints`; in
+batch mode they carry `provider.cache_ttl` (a 5-minute entry is gone before the next round).
 Thinking blocks and their signatures must be re-sent unmodified before the tool_use they led to: they
 ride in the conversation as the turn's `Reasoning` parts (the instance keeps nothing per episode);
 audit records keep only the length of a signature.
@@ -54,7 +55,7 @@ from giant.llm.types import (
 )
 
 STEP_TOOL = "submit_step"
-CACHE = {"type": "ephemeral"}
+CACHE = {"type": "ephemeral"}  # the 5-minute TTL, the API's default
 MAX_BREAKPOINTS = 4  # the API's limit per request
 REACH = 16  # blocks between the last two breakpoints: with the 20-block lookback, reads reach 35 back
 UNMARKABLE = ("thinking", "redacted_thinking")  # blocks that cannot carry cache_control
@@ -114,6 +115,14 @@ class AnthropicProvider(SdkProvider[AnthropicSettings]):
     @property
     def thinking(self) -> bool:
         return self.cfg.thinking_budget is not None
+
+    @property
+    def cache_marker(self) -> dict[str, str]:
+        """cache_control of every breakpoint: one TTL for all, so no 1-hour entry follows a 5-minute
+        one (the API's ordering rule); provider.cache_ttl only in batch mode (the setting's comment)."""
+        if self.cfg.batch and self.cfg.cache_ttl == "1h":
+            return {**CACHE, "ttl": "1h"}
+        return CACHE
 
     # ------------------------------------------------------------------ request
 
@@ -177,12 +186,15 @@ class AnthropicProvider(SdkProvider[AnthropicSettings]):
     def build_request(self, conversation: Conversation, ctx: CallContext) -> dict[str, Any]:
         cfg = self.cfg
         messages = self._messages(conversation)
-        system_mark = cfg.prompt_caching and _mark_breakpoints(messages, write_newest=not ctx.must_answer)
+        marker = self.cache_marker
+        system_mark = cfg.prompt_caching and _mark_breakpoints(
+            messages, marker, write_newest=not ctx.must_answer
+        )
         request: dict[str, Any] = {"model": cfg.model, "max_tokens": cfg.max_tokens, "messages": messages}
         if conversation.system:
             system: dict[str, Any] = {"type": "text", "text": conversation.system}
             if system_mark:
-                system["cache_control"] = CACHE
+                system["cache_control"] = marker
             request["system"] = [system]
         if self.thinking:
             request["thinking"] = {"type": "enabled", "budget_tokens": cfg.thinking_budget}
@@ -223,6 +235,7 @@ class AnthropicProvider(SdkProvider[AnthropicSettings]):
             input_tokens=count(raw, "input_tokens") + read + write,  # Anthropic reports the three apart
             cached_input_tokens=read,
             cache_write_tokens=write,
+            cache_write_1h_tokens=count(raw, "cache_creation", "ephemeral_1h_input_tokens"),
             output_tokens=count(raw, "output_tokens"),
             reasoning_tokens=count(raw, "output_tokens_details", "thinking_tokens"),
         )
@@ -297,15 +310,15 @@ def _shrunk(message: dict[str, Any]) -> dict[str, Any]:
     return {**message, "content": content}
 
 
-def _mark_breakpoints(messages: list[dict[str, Any]], *, write_newest: bool) -> bool:
-    """Put cache_control on the blocks `AnthropicProvider.cache_breakpoints` names; True when the
-    system prompt gets a breakpoint too."""
+def _mark_breakpoints(messages: list[dict[str, Any]], marker: dict[str, str], *, write_newest: bool) -> bool:
+    """Put cache_control `marker` on the blocks `AnthropicProvider.cache_breakpoints` names; True when
+    the system prompt gets a breakpoint too."""
     slots = _block_slots(messages)
     blocks = [Block(m, messages[m]["role"], str(content[i].get("type"))) for m, content, i in slots]
     marks = AnthropicProvider.cache_breakpoints(blocks, write_newest)
     for n in marks.blocks:
         _, content, i = slots[n]
-        content[i] = {**content[i], "cache_control": CACHE}
+        content[i] = {**content[i], "cache_control": marker}
     return marks.system
 
 

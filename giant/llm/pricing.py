@@ -34,6 +34,8 @@ class TierRates(BaseModel):
     cached_input: float = Field(ge=0)
     cache_write: float = Field(ge=0)
     output: float = Field(ge=0)
+    # Anthropic's 1-hour cache TTL (provider.cache_ttl=1h): writes at 2x input; None: not sold.
+    cache_write_1h: float | None = Field(None, ge=0)
 
 
 class Rates(TierRates):
@@ -93,11 +95,19 @@ class Pricing:
                 self._warned.add(what)
                 log.warning("%s is not in the price table: its cost is reported as unknown", what)
             return None
+        long_writes = usage.cache_write_1h_tokens
+        if long_writes and rates.cache_write_1h is None:
+            what = f"1-hour cache writes of model {model!r} at the {tier} tier"
+            if what not in self._warned:
+                self._warned.add(what)
+                log.warning("%s are not in the price table: their cost is reported as unknown", what)
+            return None
         uncached = max(0, usage.input_tokens - usage.cached_input_tokens - usage.cache_write_tokens)
         dollars = (
             uncached * rates.input
             + usage.cached_input_tokens * rates.cached_input
-            + usage.cache_write_tokens * rates.cache_write
+            + (usage.cache_write_tokens - long_writes) * rates.cache_write
+            + long_writes * (rates.cache_write_1h or 0.0)
             + usage.output_tokens * rates.output
         )
         return dollars / 1_000_000
