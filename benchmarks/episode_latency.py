@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from giant.agent import run_episode
-from giant.agent.config import parse_agent
+from giant.agent.modes import parse_agent
 from giant.core import Item
 from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from giant.agent.config import AgentConfig, parse_agent
+from giant.agent.modes import AgentConfig, parse_agent
 from giant.config import RunOptions, shipped
 from giant.core import Item
 from giant.eval.runner import run_eval

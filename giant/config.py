@@ -21,8 +21,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from giant.agent.config import AgentConfig
-from giant.agent.modes import MODES, modes_with_setting
+from giant.agent.modes import MODES, AgentConfig, modes_with_setting
+from giant.confdir import CONF_DIR, PROJECT_ROOT, group_options
 from giant.errors import ConfigError, exit_with
 from giant.eval.scoring_settings import ScoringSettings
 from giant.llm.config import PROVIDER_NAMES, ProviderConfig, providers_with
@@ -31,9 +31,6 @@ from giant.tools.settings import ToolSettings
 
 if TYPE_CHECKING:  # Hydra's override parser is imported where used: it is slow to import
     from hydra.core.override_parser.types import Override
-
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-CONF_DIR = PROJECT_ROOT / "conf"
 
 # The config groups a user picks on the command line (`provider=anthropic`); checked up front so an
 # unknown option is one line instead of Hydra's multi-line report.
@@ -311,10 +308,6 @@ def absolute_sqlite_uri(uri: str) -> str:
     if not uri.startswith(prefix) or uri.startswith(prefix + "/"):
         return uri
     return f"{prefix}{PROJECT_ROOT / uri[len(prefix) :]}"
-
-
-def group_options(group: str, conf_dir: Path = CONF_DIR) -> list[str]:
-    return sorted(path.stem for path in (conf_dir / group).glob("*.yaml"))
 
 
 def parse_overrides(argv: list[str]) -> list[Override]:

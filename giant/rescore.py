@@ -19,7 +19,7 @@ from mlflow.exceptions import MlflowException
 from omegaconf import DictConfig
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from giant.agent.config import parse_agent
+from giant.agent.modes import parse_agent
 from giant.config import (
     DatasetSettings,
     PathSettings,

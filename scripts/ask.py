@@ -19,7 +19,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from giant.agent.config import AgentConfig
+from giant.agent.modes import AgentConfig
 from giant.config import (
     RunOptions,
     check_command_line,

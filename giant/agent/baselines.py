@@ -14,7 +14,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,14 +23,16 @@ from giant.agent.context import Context
 from giant.agent.episode_state import EpisodeEnd, EpisodeState, RetryCounter, task_answer
 from giant.agent.images import Rendered, render_region, render_thumbnail
 from giant.agent.loop import image_part, overview
-from giant.agent.modes.patch import PatchConfig
-from giant.agent.modes.random_regions import RandomRegionsConfig
-from giant.agent.modes.thumbnail import ThumbnailConfig
 from giant.agent.trajectory import Region
 from giant.core import Box
 from giant.llm.types import AnswerAction, ImagePart, Part, TextPart
 from giant.wsi.slide import Slide
 from giant.wsi.tissue import TissueMask, sample_boxes
+
+if TYPE_CHECKING:  # annotations only: each mode (giant/agent/modes/) calls its runner here, not back
+    from giant.agent.modes.patch import PatchConfig
+    from giant.agent.modes.random_regions import RandomRegionsConfig
+    from giant.agent.modes.thumbnail import ThumbnailConfig
 
 
 @dataclass

@@ -2,19 +2,23 @@
 
 Each mode has its own settings model (in giant/agent/modes/), built on the bases here, so a run
 carries only the settings its mode reads: `agent=giant` has no thumbnail, patch or region fields and
-a patch setting never changes a giant run's config hash. `AgentConfig` is the union of every
-registered mode's model, told apart by `mode`; `parse_agent` validates a mapping into it.
+a patch setting never changes a giant run's config hash. `AgentConfig` (giant.agent.modes) is the
+union of every registered mode's model, told apart by `mode`; `giant.agent.modes.parse_agent`
+validates a mapping into it. The settings and rules several modes share live here, below the modes and
+the loops that run them (giant.agent.loop, giant.agent.baselines), so neither imports the other's.
 The models hold types, checks and each setting's role (giant.roles), no defaults: every value is in
 conf/ (giant.agent.shipped reads it there for code that runs without Hydra).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from giant.roles import Method
+from giant.tools.registry import ToolName
 
 Fill = Literal["white", "black"]
 
@@ -39,8 +43,6 @@ class BaseAgentConfig(BaseModel):
         """A setting of another mode (`agent.patch_count` on a giant run) names the modes that have it,
         instead of pydantic's "extra inputs are not permitted"."""
         if isinstance(data, dict):
-            from giant.agent.modes import modes_with_setting
-
             for key in data:
                 owners = [] if key in cls.model_fields else modes_with_setting(str(key))
                 if owners:
@@ -64,23 +66,33 @@ class TissueSampling(BaseModel):
     region_min_tissue: Method[float] = Field(ge=0, le=1)
 
 
-if TYPE_CHECKING:
-    # Code outside a mode sees only the shared settings: a mode's own fields are its business.
-    AgentConfig = BaseAgentConfig
-else:
+class NavigationConfig(RegionsConfig):
+    """The settings of the navigation loop, shared by giant, paper and authors."""
 
-    def __getattr__(name: str) -> Any:
-        """`AgentConfig` is built from the mode registry, which imports the bases above."""
-        if name == "AgentConfig":
-            from giant.agent import modes
-
-            return modes.AgentConfig
-        raise AttributeError(f"module 'giant.agent.config' has no attribute {name!r}")
+    note_tool: Method[bool]
+    # Tools the model may consult besides cropping (giant.tools; their settings under tools.<name>).
+    tools: Method[list[ToolName]]
+    strict_crops: Method[bool]  # True: invalid boxes are fed back as errors instead of clamped
+    # Corrective messages after rule violations (a crop when the answer is due; an early answer in
+    # paper mode); the next violation fails the item. The paper's "3 retries" (loop.py docstring).
+    max_corrections: Method[int] = Field(ge=0)
 
 
-def parse_agent(data: dict[str, Any], provider: str | None = None) -> BaseAgentConfig:
-    """Validate a mapping (`mode` picks the model; giant when absent) into its mode's settings, the
-    keys it lacks from conf/ with `provider`'s S (None: conf/config.yaml's provider)."""
-    from giant.agent import modes
+@dataclass(frozen=True)
+class NavigationRules:
+    """How one reading of Algorithm 1 treats the step budget T (each navigation mode gives its own)."""
 
-    return modes.parse_agent(data, provider)
+    early_answer: Literal["accept", "reject"]  # reject: an answer before step T gets a corrective
+    force_answer: bool  # at step T the model must answer (else the attempt ends without one)
+    attempts: int  # whole episodes from the overview on (1 + restarts)
+    budget: Literal["actions", "calls"]  # what T counts: executed crops/notes, or answered calls
+
+
+# Each registered mode's settings model by mode name, kept by giant.agent.modes.base.register: the
+# bases above ask it which modes own a key without importing the mode registry that builds on them.
+MODE_SETTINGS: dict[str, type[BaseAgentConfig]] = {}
+
+
+def modes_with_setting(setting: str) -> list[str]:
+    """The modes whose settings include `setting` (for the one-line error on another mode's key)."""
+    return sorted(name for name, model in MODE_SETTINGS.items() if setting in model.model_fields)

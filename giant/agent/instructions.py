@@ -8,13 +8,9 @@ answers come as a <report> block and a <response> block carrying the task's JSON
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from giant.agent.config import RegionsConfig
+from giant.agent.config import NavigationConfig, RegionsConfig
 from giant.core import Box
-
-if TYPE_CHECKING:
-    from giant.agent.modes.navigation import NavigationConfig
 
 ANSWER_FORMAT = (
     "Give your final answer as a <report>...</report> block with your findings, followed by a "

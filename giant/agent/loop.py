@@ -1,5 +1,6 @@
 """The navigation loop (Algorithm 1). Its three readings (paper_facts §1) differ only in their
-`NavigationRules` (giant/agent/modes/navigation.py), which this loop follows:
+`NavigationRules` (giant/agent/config.py; each mode in giant/agent/modes/navigation.py gives its
+own), which this loop follows:
 
 - early_answer: accepted (giant, authors) or, in paper mode (paper_facts §12), rejected with a
   corrective message, so successful trajectories hold exactly T-1 crops and the answer at step T.
@@ -30,11 +31,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from giant.agent import instructions
-from giant.agent.config import RegionsConfig
+from giant.agent.config import NavigationConfig, NavigationRules, RegionsConfig
 from giant.agent.context import Context
 from giant.agent.episode_state import EpisodeEnd, EpisodeState, RetryCounter
 from giant.agent.images import Rendered, render_region
-from giant.agent.modes.navigation import NavigationConfig, NavigationRules
 from giant.agent.trajectory import Call
 from giant.core import Box, Status
 from giant.llm.types import (

@@ -15,6 +15,8 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from giant.confdir import CONF_DIR, group_options
+
 
 def shipped_agent(mode: str, provider: str | None = None) -> dict[str, Any]:
     """conf/'s values for `mode` with `provider`'s S (None: the provider conf/config.yaml picks);
@@ -29,8 +31,6 @@ def _composed(mode: str, provider: str | None) -> dict[str, Any]:
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra._internal.utils import create_config_search_path
     from hydra.types import RunMode
-
-    from giant.config import CONF_DIR, group_options
 
     if mode not in group_options("agent"):
         return {}

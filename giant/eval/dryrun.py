@@ -29,8 +29,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from giant.agent.config import AgentConfig
-from giant.agent.modes import mode_of
+from giant.agent.modes import AgentConfig, mode_of
 from giant.agent.modes.base import CallPlan
 from giant.core import Item
 from giant.data.check import SlideRow, check_slides, first_lines

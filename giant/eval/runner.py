@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from giant.agent import run_episode
-from giant.agent.config import AgentConfig
+from giant.agent.modes import AgentConfig
 from giant.agent.limits import LimitExceeded
 from giant.agent.trajectory import Trajectory
 from giant.config import RunOptions

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from giant.agent.config import NavigationConfig
 from giant.agent.loop import crop_issues
 from giant.agent.modes import find_mode
-from giant.agent.modes.navigation import NavigationConfig
 from giant.agent.trajectory import Call, Trajectory
 from giant.core import Box
 from giant.llm.types import CropAction

@@ -12,8 +12,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-from giant.agent.config import parse_agent
-from giant.agent.modes import MODES
+from giant.agent.modes import MODES, parse_agent
 from giant.config import CONF_DIR, RunSettings, check_override_keys, resolve
 from giant.errors import ConfigError
 from giant.tracking.params import to_params

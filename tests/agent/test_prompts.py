@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 
 from giant.agent import instructions
-from giant.agent.config import parse_agent
-from giant.agent.modes import mode_of
+from giant.agent.modes import mode_of, parse_agent
 
 
 def system_prompt(width: int, height: int, **settings: Any) -> str:

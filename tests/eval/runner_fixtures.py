@@ -13,7 +13,7 @@ import random
 from collections import Counter
 from pathlib import Path
 
-from giant.agent.config import AgentConfig, parse_agent
+from giant.agent.modes import AgentConfig, parse_agent
 from giant.config import RunOptions, shipped
 from giant.core import Item
 from giant.eval.runner import run_eval

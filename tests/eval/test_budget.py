@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from giant.agent import run_episode
-from giant.agent.config import parse_agent
+from giant.agent.modes import parse_agent
 from giant.config import RunOptions, shipped
 from giant.eval.runner import run_eval
 from giant.eval.summary import Summary

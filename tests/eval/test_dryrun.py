@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from giant.agent.config import parse_agent
+from giant.agent.modes import parse_agent
 from giant.core import Item
 from giant.eval.dryrun import DryRunReport, dry_run
 from giant.llm.config import ProviderSettings, provider_settings

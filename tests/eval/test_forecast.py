@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from giant.agent.config import parse_agent
+from giant.agent.modes import parse_agent
 from giant.eval.dryrun import DryRunReport, dry_run
 from giant.llm.anthropic_provider import AnthropicProvider
 from giant.llm.caching import CacheSplit, Request, Segment

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from giant.agent.config import parse_agent
+from giant.agent.modes import parse_agent
 from giant.core import Item
 from giant.llm.types import AnswerAction, CallContext, Conversation, ModelTurn, Step, Usage
 from giant.record import read_results

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from giant.agent.config import parse_agent
+from giant.agent.modes import parse_agent
 from giant.errors import ConfigError
 from giant.eval.resume import RETRYABLE, ResumeIndex, carry_over, run_key
 from giant.eval.summary import Summary

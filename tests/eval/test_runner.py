@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from giant.agent.config import parse_agent
+from giant.agent.modes import parse_agent
 from giant.errors import ConfigError
 from giant.eval.resume import run_key
 from giant.eval.runner import item_seed

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from giant.agent.config import parse_agent
+from giant.agent.modes import parse_agent
 from giant.config import CONF_DIR, RunSettings, check_override_keys
 from giant.errors import ConfigError
 from giant.eval.dryrun import estimate_cost

@@ -19,7 +19,7 @@ from typing import Any
 import httpx2
 
 from giant.agent import run_episode
-from giant.agent.config import parse_agent
+from giant.agent.modes import parse_agent
 from giant.agent.trajectory import Trajectory
 from giant.core import Item
 from giant.llm.config import ProviderConfig

@@ -14,7 +14,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from giant.agent import run_episode
-from giant.agent.config import parse_agent
+from giant.agent.modes import parse_agent
 from giant.agent.trajectory import Trajectory
 from giant.core import Item
 from giant.eval.resume import carry_over

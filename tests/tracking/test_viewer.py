@@ -15,7 +15,7 @@ import pytest
 from markupsafe import escape
 
 from giant.agent import run_episode
-from giant.agent.config import parse_agent
+from giant.agent.modes import parse_agent
 from giant.agent.trajectory import Call, Region, Trajectory
 from giant.core import Box, Item
 from giant.llm.config import provider_settings

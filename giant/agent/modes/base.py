@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from giant.agent.config import BaseAgentConfig
+from giant.agent.config import MODE_SETTINGS, BaseAgentConfig, modes_with_setting
 
 if TYPE_CHECKING:
     from giant.agent.episode_state import EpisodeState
@@ -70,12 +70,14 @@ def register(cls: type[Mode[C]]) -> type[Mode[C]]:
     if cls.name in MODES:
         raise ValueError(f"agent mode '{cls.name}' is registered twice")
     MODES[cls.name] = cls()
+    MODE_SETTINGS[cls.name] = cls.settings
     return cls
 
 
 def unregister(name: str) -> None:
     """Drop a mode (tests that register a throwaway mode clean up with this)."""
     MODES.pop(name, None)
+    MODE_SETTINGS.pop(name, None)
 
 
 def mode_of(cfg: BaseAgentConfig) -> Mode[Any]:
@@ -87,6 +89,13 @@ def find_mode(name: str) -> Mode[Any] | None:
     return MODES.get(name)
 
 
-def modes_with_setting(setting: str) -> list[str]:
-    """The modes whose settings include `setting` (for the one-line error on another mode's key)."""
-    return sorted(name for name, mode in MODES.items() if setting in mode.settings.model_fields)
+__all__ = [
+    "MODES",
+    "CallPlan",
+    "Mode",
+    "find_mode",
+    "mode_of",
+    "modes_with_setting",
+    "register",
+    "unregister",
+]

@@ -4,31 +4,17 @@ their `NavigationRules` and the pacing line of their system prompt (giant/agent/
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pydantic import Field
 
 from giant.agent import instructions
-from giant.agent.config import RegionsConfig
+from giant.agent.config import NavigationConfig, NavigationRules
 from giant.agent.modes.base import Mode, register
 from giant.roles import Method
-from giant.tools.registry import ToolName
 
 if TYPE_CHECKING:
     from giant.agent.episode_state import EpisodeState
-
-
-class NavigationConfig(RegionsConfig):
-    """The settings of the navigation loop, shared by giant, paper and authors."""
-
-    note_tool: Method[bool]
-    # Tools the model may consult besides cropping (giant.tools; their settings under tools.<name>).
-    tools: Method[list[ToolName]]
-    strict_crops: Method[bool]  # True: invalid boxes are fed back as errors instead of clamped
-    # Corrective messages after rule violations (a crop when the answer is due; an early answer in
-    # paper mode); the next violation fails the item. The paper's "3 retries" (loop.py docstring).
-    max_corrections: Method[int] = Field(ge=0)
 
 
 class GiantConfig(NavigationConfig):
@@ -42,16 +28,6 @@ class PaperConfig(NavigationConfig):
 class AuthorsConfig(NavigationConfig):
     mode: Method[Literal["authors"]]
     max_restarts: Method[int] = Field(ge=0)  # restarts of a whole episode after T calls without an answer
-
-
-@dataclass(frozen=True)
-class NavigationRules:
-    """How one reading of Algorithm 1 treats the step budget T."""
-
-    early_answer: Literal["accept", "reject"]  # reject: an answer before step T gets a corrective
-    force_answer: bool  # at step T the model must answer (else the attempt ends without one)
-    attempts: int  # whole episodes from the overview on (1 + restarts)
-    budget: Literal["actions", "calls"]  # what T counts: executed crops/notes, or answered calls
 
 
 N = TypeVar("N", bound=NavigationConfig)
@@ -72,7 +48,7 @@ class NavigationMode(Mode[N]):
         return instructions.system_prompt(cfg, width, height, pacing=self.pacing(cfg.max_steps))
 
     async def run(self, ep: EpisodeState[N]) -> None:
-        from giant.agent.loop import Navigator
+        from giant.agent.loop import Navigator  # late: the loop reads slides (OpenSlide, NumPy, SciPy)
 
         await Navigator(ep, self.rules(ep.cfg), self.system_prompt(ep.cfg, ep.width, ep.height)).run()
 

@@ -29,7 +29,7 @@ class PatchMode(Mode[PatchConfig]):
     table_rank = 2
 
     async def run(self, ep: EpisodeState[PatchConfig]) -> None:
-        from giant.agent.baselines import run_patch
+        from giant.agent.baselines import run_patch  # late: it reads slides (OpenSlide, NumPy, SciPy)
 
         await run_patch(ep)
 

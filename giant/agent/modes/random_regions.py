@@ -39,6 +39,7 @@ class RandomRegionsMode(Mode[RandomRegionsConfig]):
     row_settings = ("max_steps", "crop_size")
 
     async def run(self, ep: EpisodeState[RandomRegionsConfig]) -> None:
+        # late: the runner reads slides (OpenSlide, NumPy, SciPy)
         from giant.agent.baselines import run_random_regions
 
         await run_random_regions(ep)

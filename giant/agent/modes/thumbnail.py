@@ -28,7 +28,7 @@ class ThumbnailMode(Mode[ThumbnailConfig]):
     row_settings = ("thumbnail_size",)
 
     async def run(self, ep: EpisodeState[ThumbnailConfig]) -> None:
-        from giant.agent.baselines import run_thumbnail
+        from giant.agent.baselines import run_thumbnail  # late: it reads slides (OpenSlide, NumPy, SciPy)
 
         await run_thumbnail(ep)
 
