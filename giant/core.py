@@ -115,6 +115,7 @@ SetupCause = Literal[
     "bad_request",
     "flex_capacity",  # OpenAI flex processing out of capacity (its own 429): wait, or fall back to standard
     "flex_unsupported",  # the model does not take provider.service_tier=flex (a 400)
+    "image_limit",  # the server takes fewer images per prompt than the agent sends (vLLM's 400)
 ]
 
 # The causes worth asking again after a pause (giant.llm.retry); the others fail the same way each time.

@@ -125,6 +125,9 @@ def run_job(cfg: DictConfig) -> float | None:
     paid = isinstance(settings.provider, SdkSettings)
     ledger = Ledger(settings.paths.cache_dir / LEDGER_DIR, replay=settings.run.ledger) if paid else None
     provider = build_provider(settings.provider, ledger=ledger)
+    from giant.eval.context_fit import check_server
+
+    check_server(settings.provider, settings.agent, provider)  # a self-hosted server, asked first
     config_hash = settings.config_hash()
     key = run_key(config_hash, data.dataset_hash)
     index = ResumeIndex(settings.paths.cache_dir / RESUME_DIR)

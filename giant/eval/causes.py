@@ -22,7 +22,9 @@ SETUP_CAUSES: frozenset[str] = frozenset(get_args(SetupCause))
 
 # Nothing can succeed until the user acts, and every further call is a request that fails the same
 # way: the run stops at the first one.
-FATAL_CAUSES: frozenset[SetupCause] = frozenset({"key", "model_name", "quota", "flex_unsupported"})
+FATAL_CAUSES: frozenset[SetupCause] = frozenset(
+    {"key", "model_name", "quota", "flex_unsupported", "image_limit"}
+)
 
 # What each cause asks of the user, for the one line that stops a run.
 FIXES: dict[str, str] = {
@@ -39,6 +41,8 @@ FIXES: dict[str, str] = {
     "provider.flex_retries, or set provider.flex_fallback=standard (those calls cost the standard price)",
     "flex_unsupported": "this model does not take provider.service_tier=flex: set "
     "provider.service_tier=standard or pick a model that flex processing serves",
+    "image_limit": "the server takes fewer images per prompt than the agent sends: restart it with "
+    "--limit-mm-per-prompt '{\"image\": T}' (vLLM), or lower agent.max_images_in_context",
     "slide_unreadable": "the slide files cannot be opened; check them with scripts/fetch_slides.py",
     "slide_missing": "put the slides under paths.wsi_root (scripts/fetch_slides.py), or pass "
     "skip_missing=true to drop them",

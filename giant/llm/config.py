@@ -121,10 +121,6 @@ class AnthropicSettings(BatchedSettings):
     name: Method[Literal["anthropic"]]
     max_tokens: Method[int] = Field(ge=1)  # the Messages API requires it
     thinking_budget: Method[int | None] = Field(ge=1024)  # extended thinking; None disables it
-    # The cache breakpoints' lifetime in batch mode, where rounds are minutes to hours apart and a
-    # 5-minute entry is gone before the next round reads it; a 1-hour write costs 2x input, not 1.25x.
-    # Synchronous calls follow each other within seconds and always write 5-minute entries.
-    cache_ttl: Operational[Literal["5m", "1h"]]
 
     @model_validator(mode="after")
     def _thinking_limits(self) -> AnthropicSettings:
@@ -151,6 +147,13 @@ class OpenAICompatibleSettings(SdkSettings):
     base_url: Operational[str] = Field(min_length=1)  # the server, e.g. http://127.0.0.1:8000/v1
     image_detail: Method[Literal["high", "low", "auto"]]
     json_schema: Method[bool]  # the server supports response_format json_schema
+    # Ask the server before any item (giant.llm.preflight): the model is served and takes the images.
+    preflight: Operational[bool]
+    # Whose image-token rule plans the context (giant.llm.image_tokens.FAMILIES); auto: by model name.
+    image_tokens: Operational[
+        Literal["auto", "qwen2_vl", "qwen3_vl", "internvl", "gemma3", "llama4", "openai_high_detail"]
+    ]
+    max_model_len: Operational[int | None] = Field(ge=1)  # the model's context; None: asked of the server
 
 
 class RandomSettings(ProviderSettings):

@@ -9,6 +9,7 @@ shares (giant.llm.decode: the first JSON object in the text that is a valid step
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import openai
@@ -19,11 +20,13 @@ from giant.llm.decode import decode_step
 from giant.llm.image_tokens import openai_high_detail
 from giant.llm.ledger import Ledger
 from giant.llm.schema import offered_actions, step_schema, step_to_data
+from giant.llm.sdk_errors import cause_of, redact
 from giant.llm.sdk_provider import SdkProvider, client_options
 from giant.llm.types import (
     AssistantMessage,
     CallContext,
     Conversation,
+    FatalProviderError,
     ImagePart,
     ModelTurn,
     ParseError,
@@ -34,6 +37,10 @@ from giant.llm.types import (
 
 SCHEMA_NAME = "giant_step"
 NO_KEY = "not-needed"  # the SDK insists on a key string; local servers ignore it
+# The context a server states in its 400 (vLLM old and new wordings, llama.cpp's n_ctx field).
+_CONTEXT_SIZE = re.compile(
+    r"maximum context length is (\d+)|maximum model length of (\d+)|n_ctx['\"]?\s*[:=]\s*(\d+)", re.I
+)
 
 
 class OpenAICompatibleProvider(SdkProvider[OpenAICompatibleSettings]):
@@ -48,6 +55,8 @@ class OpenAICompatibleProvider(SdkProvider[OpenAICompatibleSettings]):
     ) -> None:
         super().__init__(cfg, ledger=ledger)
         self.client = openai.AsyncOpenAI(api_key=self._key or NO_KEY, **client_options(cfg, http_client))
+        # The model's context: the setting, or what the preflight read from the server (None: unknown).
+        self.max_model_len: int | None = cfg.max_model_len
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleProvider(model={self.model!r}, base_url={self.cfg.base_url!r})"
@@ -93,7 +102,25 @@ class OpenAICompatibleProvider(SdkProvider[OpenAICompatibleSettings]):
         return request
 
     async def _send(self, request: dict[str, Any]) -> Any:
-        return await self.client.chat.completions.create(**request)
+        try:
+            return await self.client.chat.completions.create(**request)
+        except openai.BadRequestError as exc:
+            if cause_of(exc) != "context":
+                raise
+            raise FatalProviderError(self.context_reason(exc), cause="context") from None
+
+    def context_reason(self, exc: openai.BadRequestError) -> str:
+        """A request larger than the model's window, said as what to change: the limit (from the
+        server's words, else the preflight's max_model_len) and the knobs that shrink a request."""
+        text = redact(str(getattr(exc, "body", None) or exc), self._key or None).replace("\n", " ")
+        found = _CONTEXT_SIZE.search(text)
+        limit = next((int(g) for g in found.groups() if g), None) if found else self.max_model_len
+        window = f"max_model_len {limit}" if limit else "max_model_len unknown"
+        return (
+            f"openai_compatible: the request exceeds the model's context ({window}; the server: "
+            f"{text[:200]}); lower agent.max_images_in_context or agent.crop_size (the dry run's "
+            "context fit names values that fit), or serve the model with a larger --max-model-len"
+        )
 
     def _tokens(self, response: Any) -> Usage:
         usage = Usage()

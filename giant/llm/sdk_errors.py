@@ -22,10 +22,15 @@ _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-*]{3,}|key-[A-Za-z0-9_\-*]{8,})")
 _MAX_MESSAGE = 400
 # Billing, not pacing: waiting will not help (OpenAI's 429 code; Anthropic's 400 on a spent balance).
 _QUOTA = re.compile(r"insufficient_quota|exceeded your current quota|credit balance is too low", re.I)
-# A request larger than the model's window (OpenAI, vLLM, Anthropic wordings).
+# A request larger than the model's window (OpenAI, vLLM old and new, llama.cpp, Anthropic wordings).
 _CONTEXT = re.compile(
-    r"context_length_exceeded|maximum context length|prompt is too long|context window", re.I
+    r"context_length_exceeded|maximum context length|maximum model length|prompt is too long|"
+    r"context window|exceed_context_size|exceeds the available context size",
+    re.I,
 )
+# A server that takes fewer images per prompt than were sent (vLLM's --limit-mm-per-prompt): the same
+# for every later request of the run, so the run stops rather than score items it cannot show.
+IMAGE_LIMIT = re.compile(r"at most (\d+) image\(?s?\)? may be provided", re.I)
 # OpenAI flex processing out of capacity: a 429 "Resource Unavailable", not the account's rate limit.
 _FLEX_BUSY = re.compile(r"resource.?unavailable|capacity", re.I)
 # A model flex processing does not serve: a 400 "Unsupported service_tier: flex".
@@ -61,6 +66,8 @@ def cause_of(exc: Exception) -> SetupCause | None:
         return "quota"
     if status in (401, 403):
         return "key"
+    if status == 400 and IMAGE_LIMIT.search(text):
+        return "image_limit"
     if status == 400 and _FLEX_UNSUPPORTED.search(text):
         return "flex_unsupported"
     if status == 404 or (status == 400 and _MODEL.search(text)):

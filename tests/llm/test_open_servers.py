@@ -1,0 +1,168 @@
+"""Self-hosted servers as they are (issue 20): the preflight, the image limit met mid-run, a context
+overflow, through the real openai SDK against loopback stubs that answer as vLLM, Ollama and
+llama.cpp do (tests/llm/open_server.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from giant.agent.modes import parse_agent
+from giant.errors import ConfigError
+from giant.eval.context_fit import check_server, image_need
+from giant.eval.summary import Summary
+from giant.llm.config import OpenAICompatibleSettings, provider_settings
+from giant.llm.openai_compatible import OpenAICompatibleProvider
+from giant.llm.preflight import ImageNeed, preflight
+from giant.record import RESULTS_FILE, read_results
+from tests.eval.runner_fixtures import SLIDES, evaluate, make_items, write_slides
+from tests.llm.open_server import OpenServer, serving
+
+QWEN = "Qwen/Qwen2.5-VL-7B-Instruct"
+T20 = parse_agent({"mode": "giant", "max_steps": 20, "crop_size": 1000})
+NEED_20 = image_need(T20)
+
+
+def settings(base_url: str, model: str = QWEN, **extra: object) -> OpenAICompatibleSettings:
+    cfg = provider_settings("openai_compatible", model=model, base_url=base_url, **extra)
+    assert isinstance(cfg, OpenAICompatibleSettings)
+    return cfg
+
+
+def test_the_agent_sends_t_images_at_most_capped_by_max_images_in_context() -> None:
+    assert image_need(T20) == ImageNeed(20, 20, None)
+    capped = parse_agent({"mode": "giant", "max_steps": 20, "crop_size": 1000, "max_images_in_context": 6})
+    assert image_need(capped).images == 6
+    assert image_need(parse_agent({"mode": "thumbnail"})).images == 1
+
+
+@pytest.mark.parametrize("flavour", ["vllm", "vllm_new"])
+def test_a_vllm_server_taking_one_image_stops_the_run_in_two_requests(flavour: str) -> None:
+    server = OpenServer(flavour, image_limit=1)
+    with serving(server) as base_url, pytest.raises(ConfigError) as err:
+        preflight(settings(base_url), NEED_20)
+    assert server.requests == ["GET /v1/models", "POST /v1/chat/completions"]
+    assert str(err.value) == (
+        f"provider.base_url={base_url} takes at most 1 image(s) per prompt, but the agent sends up to 20 "
+        "(agent.max_steps=20, agent.max_images_in_context=null); restart the server with vllm serve "
+        f"{QWEN} --limit-mm-per-prompt '{{\"image\": 20}}'"
+    )
+
+
+def test_a_lower_limit_names_the_context_cap_that_fits() -> None:
+    server = OpenServer("vllm_new", image_limit=8)
+    with serving(server) as base_url, pytest.raises(ConfigError) as err:
+        preflight(settings(base_url), NEED_20)
+    assert str(err.value).endswith(
+        f"vllm serve {QWEN} --limit-mm-per-prompt '{{\"image\": 20}}', or set agent.max_images_in_context=8"
+    )
+    assert len(server.requests) == 2
+
+
+def test_a_server_that_takes_the_images_passes_and_reports_its_context() -> None:
+    server = OpenServer("vllm", image_limit=999, max_model_len=32768)
+    with serving(server) as base_url:
+        facts = preflight(settings(base_url), NEED_20)
+    assert (facts.server, facts.max_model_len, facts.models) == ("vllm", 32768, (QWEN,))
+    assert len(server.requests) == 2
+
+
+def test_an_unknown_model_is_one_line_listing_the_served_ones() -> None:
+    server = OpenServer("ollama", models=("qwen2.5vl:7b", "gemma3:12b"))
+    with serving(server) as base_url, pytest.raises(ConfigError) as err:
+        preflight(settings(base_url, model="llava"), NEED_20)
+    assert str(err.value) == (
+        f"provider.model=llava is not served at provider.base_url={base_url}; it serves: qwen2.5vl:7b, "
+        "gemma3:12b (pass one of them as provider.model)"
+    )
+    assert server.requests == ["GET /v1/models"]
+    with serving(server) as base_url:  # an Ollama tag without ":latest" is the same model
+        assert preflight(settings(base_url, model="qwen2.5vl:7b"), NEED_20).server == "ollama"
+
+
+def test_llama_cpp_serves_its_one_model_under_any_name() -> None:
+    server = OpenServer("llamacpp", models=("qwen2.5-vl-7b-instruct-q4_k_m.gguf",))
+    with serving(server) as base_url:
+        facts = preflight(settings(base_url), NEED_20)
+    assert facts.server == "llamacpp" and facts.max_model_len is None
+    assert len(server.requests) == 2
+
+
+def test_a_refusal_in_other_words_costs_a_third_request_that_tells_one_image_from_none() -> None:
+    server = OpenServer("ollama", models=(QWEN,), image_limit=1)
+    with serving(server) as base_url, pytest.raises(ConfigError) as err:
+        preflight(settings(base_url), NEED_20)
+    assert len(server.requests) == 3
+    message = str(err.value)
+    assert message.startswith(f"provider.base_url={base_url} takes one image per prompt but refused 20")
+    assert "\n" not in message and "--limit-mm-per-prompt" in message
+
+
+def test_a_server_that_is_not_up_is_one_line() -> None:
+    with pytest.raises(ConfigError, match=r"cannot reach provider.base_url=http://127.0.0.1:9/v1"):
+        preflight(settings("http://127.0.0.1:9/v1"), NEED_20)
+
+
+def test_preflight_false_asks_nothing() -> None:
+    server = OpenServer("vllm", image_limit=1)
+    with serving(server) as base_url:
+        check_server(settings(base_url, preflight=False), T20, object())
+    assert server.requests == []
+
+
+def test_check_server_keeps_the_served_context_on_the_provider() -> None:
+    server = OpenServer("vllm", max_model_len=16384)
+
+    class Holder:
+        max_model_len: int | None = None
+
+    holder = Holder()
+    with serving(server) as base_url:
+        check_server(settings(base_url), T20, holder)
+    assert holder.max_model_len == 16384
+
+
+# ----------------------------------------------------------------------------- during the run
+
+T2 = parse_agent({"mode": "giant", "max_steps": 2, "crop_size": 256})
+
+
+@pytest.fixture(scope="module")
+def wsi_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_slides(tmp_path_factory.mktemp("wsi"), SLIDES)
+
+
+def _run(base_url: str, wsi_root: Path, out: Path, n_items: int) -> Summary:
+    async def go() -> Summary:
+        provider = OpenAICompatibleProvider(settings(base_url, max_retries=0))
+        return await evaluate(make_items(n_items, SLIDES), wsi_root, provider, out, agent=T2, concurrency=1)
+
+    return asyncio.run(go())
+
+
+def test_a_server_that_starts_refusing_images_mid_run_halts_it(wsi_root: Path, tmp_path: Path) -> None:
+    # Item 1 answers (calls 1, 2); item 2's second call carries 2 images after a restart with a limit of 1.
+    server = OpenServer("vllm", image_limit=1, refuse_images_from=3)
+    with serving(server) as base_url:
+        summary = _run(base_url, wsi_root, tmp_path, 6)
+    assert server.chats == 4  # no later item started
+    assert summary.setup_failure.startswith("stopped at the first image_limit error")
+    assert "--limit-mm-per-prompt" in summary.setup_failure and not summary.complete
+    records = read_results(tmp_path / RESULTS_FILE)
+    assert [(r.status, r.cause) for r in records] == [("answered", None), ("provider_error", "image_limit")]
+
+
+@pytest.mark.parametrize("flavour", ["vllm", "llamacpp"])
+def test_a_context_overflow_ends_the_item_with_its_cause_and_the_knobs(
+    wsi_root: Path, tmp_path: Path, flavour: str
+) -> None:
+    server = OpenServer(flavour, models=(QWEN,), max_model_len=8192, context_from=3)
+    with serving(server) as base_url:
+        _run(base_url, wsi_root, tmp_path, 2)
+    first, second = read_results(tmp_path / RESULTS_FILE)
+    assert (first.status, first.cause) == ("answered", None)
+    assert (second.status, second.cause) == ("provider_error", "context")
+    assert "the request exceeds the model's context (max_model_len 8192" in second.reason
+    assert "agent.max_images_in_context" in second.reason and "agent.crop_size" in second.reason
