@@ -17,6 +17,10 @@ The estimate is a documented approximation for a run that uses every step:
   caching at all (an upper bound); expected, the provider's own caching rule (giant/llm/caching.py,
   named by the provider class like its image-token rule; the first call of an item misses); low,
   everything but each call's newest message read from the cache.
+- the expected figure per price tier the model is sold at (Pricing.tiers), side by side: flex keeps
+  the cache as standard does; a batch round comes back minutes to hours later, which outlives
+  OpenAI's in-memory cache and Anthropic's 5-minute entries (every call bills as an item's first),
+  but not Anthropic's 1-hour ones (provider.cache_ttl=1h: the rule holds, writes at the 1h rate).
 Once a pilot of the same run key has finished item-runs, their real dollars give a better forecast
 (giant/eval/forecast.py), printed below these figures.
 """
@@ -29,19 +33,26 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from giant.agent.config import AgentConfig
-from giant.agent.modes import mode_of
+from giant.agent.modes import AgentConfig, mode_of
 from giant.agent.modes.base import CallPlan
 from giant.core import Item
 from giant.data.check import SlideRow, check_slides, first_lines
 from giant.data.slides import layout_counts
 from giant.eval.context_fit import ContextFit, context_fit, image_rule
 from giant.eval.forecast import PilotForecast, pilot_forecast
-from giant.llm.caching import Block, BreakpointRule, CacheSplit, Request, Segment, every_prefix_cached
+from giant.llm.caching import (
+    Block,
+    BreakpointRule,
+    CacheRule,
+    CacheSplit,
+    Request,
+    Segment,
+    every_prefix_cached,
+)
 from giant.llm.config import ProviderSettings
 from giant.llm.factory import provider_class
 from giant.llm.pricing import Pricing
-from giant.llm.types import Usage
+from giant.llm.types import Tier, Usage
 from giant.record import DRY_RUN_FILE, write_dry_run
 
 OUTPUT_TOKENS_PER_CALL = 400
@@ -86,7 +97,25 @@ class CostEstimate(BaseModel):
     cache_rule: str  # the provider's caching rule (giant.llm.caching) behind the expected figure
     total: CostRange
     per_task: dict[str, CostRange]
+    # The expected figure at each tier the price table sells the model at, standard first.
+    tiers: dict[Tier, float | None] = Field(default_factory=dict)
+    batch_cache: str = ""  # what the batch figure assumes of the cache between rounds
     assumptions: str = ASSUMPTIONS
+
+    def render_tiers(self) -> list[str]:
+        """One line, the tiers side by side with their ratio to standard; none for a single tier."""
+        if len(self.tiers) < 2:
+            return []
+        standard = self.tiers.get("standard")
+        parts = []
+        for tier, usd in self.tiers.items():
+            if usd is None:
+                parts.append(f"{tier} unknown")
+                continue
+            ratio = f" ({usd / standard:.2f}x)" if standard and tier != "standard" else ""
+            parts.append(f"{tier} ${usd:,.2f}{ratio}")
+        note = f"; batch: {self.batch_cache}" if "batch" in self.tiers and self.batch_cache else ""
+        return [f"per tier, expected: {' / '.join(parts)}{note}"]
 
 
 class DryRunReport(BaseModel):
@@ -130,6 +159,7 @@ class DryRunReport(BaseModel):
             f"{est.tokens_per_image} tokens per image, no prompt caching; an upper bound)"
         )
         lines.append(f"with prompt caching ({est.cache_rule}): {est.total.render()}")
+        lines += est.render_tiers()
         lines += [f"  {task}: {costs.render()}" for task, costs in sorted(est.per_task.items())]
         if self.pilot is not None:
             lines += self.pilot.render()
@@ -205,6 +235,9 @@ def estimate_cost(
     enabled = getattr(provider, "prompt_caching", True)  # the offline providers have no such setting
     usages: dict[str, list[Usage]] = {}  # task -> [no caching, provider's rule, every prefix], summed
     per_text: dict[tuple[int, int], list[Usage]] = {}  # items of equal text lengths cost the same
+    kept, batch_cache = _batch_cache(provider, enabled)
+    in_batches: dict[tuple[int, int], Usage] = {}  # the expected figure with rounds apart
+    batch_total = Usage()
     for item in items:
         size = sizes.get(item.key, UNKNOWN_SIZE)
         system = len(mode.system_prompt(agent, *size) or "")
@@ -218,6 +251,8 @@ def estimate_cost(
                 every_prefix_cached(requests),
             )
             per_text[text] = [_usage(requests, split) for split in splits]
+            in_batches[text] = _batch_usage(requests, provider_cls.cache_rule, enabled, model, kept)
+        batch_total = _add(batch_total, in_batches[text], runs_per_item)
         task = usages.setdefault(item.benchmark, [Usage(), Usage(), Usage()])
         for i, usage in enumerate(per_text[text]):
             task[i] = _add(task[i], usage, runs_per_item)
@@ -240,7 +275,34 @@ def estimate_cost(
         cache_rule=provider_cls.cache_rule.__name__ if enabled else "off",
         total=total,
         per_task={task: _range(model, pricing, task_usages) for task, task_usages in usages.items()},
+        tiers={
+            tier: pricing.cost(model, batch_total if tier == "batch" else totals[1], tier)
+            for tier in pricing.tiers(model)
+        },
+        batch_cache=batch_cache,
     )
+
+
+def _batch_cache(provider: ProviderSettings, enabled: bool) -> tuple[bool, str]:
+    """Whether an item's cache entries outlive a batch round (only Anthropic's 1-hour ones do), and
+    the words for it."""
+    if not enabled:
+        return False, ""
+    if getattr(provider, "cache_ttl", None) == "1h":
+        return True, "1-hour cache entries outlive the rounds (provider.cache_ttl=1h)"
+    if getattr(provider, "cache_ttl", None) == "5m":
+        return False, "5-minute cache entries expire between rounds (provider.cache_ttl=5m)"
+    return False, "the prompt cache expires between rounds"
+
+
+def _batch_usage(requests: list[Request], rule: CacheRule, enabled: bool, model: str, kept: bool) -> Usage:
+    """An item-run's usage with a batch round between its calls: the provider's rule over the calls
+    when the cache outlives the rounds (its writes are 1-hour ones), else each call on its own."""
+    if kept:
+        usage = _usage(requests, rule(requests, enabled, model))
+        usage.cache_write_1h_tokens = usage.cache_write_tokens
+        return usage
+    return _usage(requests, [rule([request], enabled, model)[0] for request in requests])
 
 
 def item_requests(
@@ -277,7 +339,13 @@ def _usage(requests: list[Request], splits: Sequence[CacheSplit]) -> Usage:
 
 
 def _add(total: Usage, usage: Usage, times: int) -> Usage:
-    fields = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")
+    fields = (
+        "input_tokens",
+        "cached_input_tokens",
+        "cache_write_tokens",
+        "cache_write_1h_tokens",
+        "output_tokens",
+    )
     return Usage(**{field: getattr(total, field) + times * getattr(usage, field) for field in fields})
 
 

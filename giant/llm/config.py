@@ -121,6 +121,10 @@ class AnthropicSettings(BatchedSettings):
     name: Method[Literal["anthropic"]]
     max_tokens: Method[int] = Field(ge=1)  # the Messages API requires it
     thinking_budget: Method[int | None] = Field(ge=1024)  # extended thinking; None disables it
+    # The cache breakpoints' lifetime in batch mode, where rounds are minutes to hours apart and a
+    # 5-minute entry is gone before the next round reads it; a 1-hour write costs 2x input, not 1.25x.
+    # Synchronous calls follow each other within seconds and always write 5-minute entries.
+    cache_ttl: Operational[Literal["5m", "1h"]]
 
     @model_validator(mode="after")
     def _thinking_limits(self) -> AnthropicSettings:

@@ -45,7 +45,7 @@ LEDGER_DIR = "ledger"  # under paths.cache_dir
 _NOT_IN_KEY = frozenset(
     {"api_key_env", "rpm", "tpm", "timeout_s", "max_retries", "pricing_file"}
     | {"service_tier", "flex_retries", "flex_fallback"}
-    | {"batch", "batch_max_requests", "batch_max_mb", "batch_wait_s", "batch_poll_s"}
+    | {"batch", "batch_max_requests", "batch_max_mb", "batch_wait_s", "batch_poll_s", "cache_ttl"}
     | {"preflight", "image_tokens", "max_model_len"}  # a self-hosted server's checks and planning
 )
 # Wire fields of the same kind: what the request asks of billing, not of the model.
@@ -72,6 +72,7 @@ def call_key(*, provider: str, model: str, settings: dict[str, Any], request: An
     kept = {name: value for name, value in settings.items() if name not in _NOT_IN_KEY}
     if isinstance(request, dict):
         request = {name: value for name, value in request.items() if name not in _WIRE_NOT_IN_KEY}
+    request = _without_ttl(request)
     payload = {
         "provider": provider,
         "model": model,
@@ -80,6 +81,19 @@ def call_key(*, provider: str, model: str, settings: dict[str, Any], request: An
         "run_index": run_index,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _without_ttl(value: Any) -> Any:
+    """The request less its cache_control TTLs (provider.cache_ttl): how long the server keeps a
+    prefix is billing, not the answer, so a pilot's standard calls replay in a 1h batch campaign."""
+    if isinstance(value, list):
+        return [_without_ttl(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {name: _without_ttl(v) for name, v in value.items()}
+    if isinstance(out.get("cache_control"), dict):
+        out["cache_control"] = {k: v for k, v in out["cache_control"].items() if k != "ttl"}
+    return out
 
 
 class Ledger:
