@@ -44,7 +44,7 @@ from giant.eval.scoring import outcome_fields, score_trajectory
 from giant.eval.summarize import summarize
 from giant.eval.summary import Summary
 from giant.interrupt import StopRequest
-from giant.llm.batch import batch_member
+from giant.llm.batch import batch_member, batch_progress
 from giant.llm.ledger import Ledger
 from giant.llm.pricing import Pricing
 from giant.llm.types import Provider
@@ -170,6 +170,7 @@ async def run_eval(
     skipped_slots = {(item.key, k) for item, k in skipped}
     pending = deque((item, k) for item, k in todo if (item.key, k) not in skipped_slots)
     progress = Progress(total=len(slots), done=list(done.values()), enabled=progress_bar)
+    batch_progress(provider, progress.note_batch)
     stop = stop if stop is not None else StopRequest()
     halt = Halt()
     breaker = CircuitBreaker(run.breaker_after)

@@ -3,7 +3,8 @@
 A batch is a JSONL file (`purpose="batch"`) of {"custom_id", "method": "POST", "url": "/v1/responses",
 "body"} lines, then `batches.create(endpoint="/v1/responses", completion_window="24h")`. Once the batch
 has ended (completed, expired, cancelled or failed) its output file holds the answered requests and its
-error file the others; a request in neither was not answered.
+error file the others; a request in neither was not answered. Each batch carries its pending
+record's id as metadata (`giant_pending`), by which a rerun finds a batch whose id never came back.
 """
 
 from __future__ import annotations
@@ -15,10 +16,20 @@ from typing import Any, Final
 import openai
 from openai.types.responses import Response
 
-from giant.llm.batch import BatchRequestError, BatchResults, BatchStatus, Outcome, unanswered
+from giant.llm.batch import (
+    CLOCK_SKEW_S,
+    BatchRequestError,
+    BatchResults,
+    BatchStatus,
+    Outcome,
+    unanswered,
+)
+from giant.llm.batch_records import BatchRecord
 from giant.llm.types import FatalProviderError
 
 ENDPOINT: Final = "/v1/responses"
+PENDING_KEY: Final = "giant_pending"  # the batch's metadata key holding its pending record's id
+_PAGE = 100
 _ENDED = frozenset({"completed", "expired", "cancelled", "failed"})
 
 
@@ -28,7 +39,7 @@ class OpenAIBatches:
     def __init__(self, client: openai.AsyncOpenAI) -> None:
         self.client = client
 
-    async def submit(self, requests: Sequence[tuple[str, dict[str, Any]]]) -> str:
+    async def submit(self, requests: Sequence[tuple[str, dict[str, Any]]], record_id: str) -> str:
         lines = (
             json.dumps({"custom_id": key, "method": "POST", "url": ENDPOINT, "body": body})
             for key, body in requests
@@ -36,9 +47,23 @@ class OpenAIBatches:
         data = ("\n".join(lines) + "\n").encode()
         upload = await self.client.files.create(file=("giant-batch.jsonl", data), purpose="batch")
         batch = await self.client.batches.create(
-            input_file_id=upload.id, endpoint=ENDPOINT, completion_window="24h"
+            input_file_id=upload.id,
+            endpoint=ENDPOINT,
+            completion_window="24h",
+            metadata={PENDING_KEY: record_id},
         )
         return batch.id
+
+    async def find(self, record: BatchRecord, known: set[str]) -> str | None:
+        """The batch whose metadata names the record, among those created since it was written (the
+        list is newest first, so the search stops at the first older one)."""
+        since = record.created - CLOCK_SKEW_S
+        async for batch in self.client.batches.list(limit=_PAGE):
+            if batch.created_at < since:
+                break
+            if (batch.metadata or {}).get(PENDING_KEY) == record.record_id and batch.id not in known:
+                return batch.id
+        return None
 
     async def poll(self, batch_id: str) -> BatchStatus:
         batch = await self.client.batches.retrieve(batch_id)

@@ -7,7 +7,9 @@ again (giant.llm.batch). Files are written whole (giant.atomic), one per batch:
   batches/pending-<record>.json  before submission: the keys, no id yet
   batches/<batch_id>.json        once the batch exists: the keys, the id, the state last seen
 A pending file that outlives its process means the job died while the create request was on the
-wire: it is listed (`python -m giant.llm.ledger`) and its keys are submitted again.
+wire: the next run asks the API whether that batch exists (giant.llm.batch: OpenAI by the record id
+sent as the batch's metadata, Anthropic by size and creation time) and waits on it if so. Once every
+reply of a batch is in the ledger its record says `collected`, and reruns no longer watch it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class BatchRecord(BaseModel):
     created: float
     state: str = "submitting"  # the API's state when last seen (informational: reruns ask the API)
     seen: float | None = None
+    collected: bool = False  # its replies are in the ledger: a rerun asks the ledger, not the batch
 
 
 class BatchBook:
@@ -75,6 +78,12 @@ class BatchBook:
         self._write(updated)
         return updated
 
+    def collected(self, record: BatchRecord) -> BatchRecord:
+        """Every reply of the batch is in the ledger."""
+        done = record.model_copy(update={"collected": True})
+        self._write(done)
+        return done
+
     def records(self, provider: str | None = None) -> list[BatchRecord]:
         """Every readable record, oldest first (a key in two batches: the newest one counts)."""
         found = []
@@ -95,8 +104,9 @@ def describe(root: Path, now: float | None = None) -> list[str]:
     for record in BatchBook(root).records():
         name = record.batch_id or f"(no id: the job died while creating it; record {record.record_id})"
         age = (now - record.created) / 60
+        kept = ", collected" if record.collected else ""
         lines.append(
-            f"{record.provider} {name}: {record.state}, {len(record.keys)} requests, round {record.round}, "
-            f"{age:.0f} min old"
+            f"{record.provider} {name}: {record.state}{kept}, {len(record.keys)} requests, "
+            f"round {record.round}, {age:.0f} min old"
         )
     return lines

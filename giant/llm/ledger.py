@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib
 import json
 import sys
 import time
@@ -58,13 +59,22 @@ class LedgerEntry(BaseModel):
     key: str
     provider: str
     model: str
-    run_index: int
+    # None, both: a batch reply kept when its batch ended, before (or without) a call asking for it
+    # (giant.llm.batch); the key alone answers that call, which then rewrites the entry whole.
+    run_index: int | None
     time: float
     request: Any  # the wire request, images as hashes
     response_type: str  # "module:Class" of the SDK reply, to rebuild it on replay
     response: dict[str, Any]  # the SDK reply's model_dump(mode="json")
     usage: dict[str, Any]  # giant.llm.types.Usage as first counted
     cost_usd: float | None
+
+    def reply(self) -> Any:
+        """The kept reply rebuilt as the SDK object. The SDKs build replies without validation (a
+        server may leave a declared field null), and so does this: their model_construct builds the
+        nested objects too."""
+        module, _, name = self.response_type.partition(":")
+        return getattr(importlib.import_module(module), name).model_construct(**self.response)
 
 
 def call_key(*, provider: str, model: str, settings: dict[str, Any], request: Any, run_index: int) -> str:
@@ -109,11 +119,12 @@ class Ledger:
 
     def get(self, key: str) -> LedgerEntry | None:
         """The kept reply for `key`, or None (not kept, replay off, or an unreadable file)."""
-        if not self.replay:
-            return None
-        path = self._call_path(key)
+        return self.read(key) if self.replay else None
+
+    def read(self, key: str) -> LedgerEntry | None:
+        """The kept reply for `key` whether or not replay is on (a batch reply this run collected)."""
         try:
-            return LedgerEntry.model_validate_json(path.read_bytes())
+            return LedgerEntry.model_validate_json(self._call_path(key).read_bytes())
         except (OSError, ValueError):
             return None  # absent, or damaged by hand: the call is paid again and the file rewritten
 
@@ -128,9 +139,10 @@ class Ledger:
             write_atomic(path, base64.b64decode(image.data_b64))
         return path
 
-    def put(self, entry: LedgerEntry, conversation: Conversation) -> None:
-        """Keep a paid reply and the images its request carried (each image written once)."""
-        for message in conversation.messages:
+    def put(self, entry: LedgerEntry, conversation: Conversation | None = None) -> None:
+        """Keep a paid reply and the images its request carried (each image written once; a batch
+        reply kept without its call has none at hand, and its episode wrote them already)."""
+        for message in conversation.messages if conversation is not None else []:
             if isinstance(message, UserMessage):
                 for part in message.parts:
                     if isinstance(part, ImagePart):
@@ -139,7 +151,14 @@ class Ledger:
 
     @staticmethod
     def entry(
-        key: str, *, provider: str, model: str, run_index: int, request: Any, response: Any, usage: Any
+        key: str,
+        *,
+        provider: str,
+        model: str,
+        run_index: int | None,
+        request: Any,
+        response: Any,
+        usage: Any,
     ) -> LedgerEntry:
         kind = type(response)
         return LedgerEntry(

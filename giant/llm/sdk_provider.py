@@ -7,7 +7,6 @@ the call path through `CallRuntime.execute`) is the same and lives here once.
 
 from __future__ import annotations
 
-import importlib
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
@@ -72,6 +71,7 @@ class SdkProvider(ABC, Generic[S]):
         return BatchCollector(
             api,
             BatchBook(Path(self.ledger.root) / BATCHES_DIR),
+            _BatchReplies(self, self.ledger),
             max_requests=cfg.batch_max_requests,
             max_bytes=int(cfg.batch_max_mb * 1e6),
             wait_s=cfg.batch_wait_s,
@@ -116,7 +116,10 @@ class SdkProvider(ABC, Generic[S]):
                 request=sanitized(request, conversation),
                 run_index=ctx.run_index,
             )
-            entry = self.ledger.get(key)
+            # A key a batch in flight holds is answered by it, as paid now, even if its reply reached
+            # the ledger first (a batch this run collected for a job that died).
+            held = self.batches is not None and await self.batches.holds(key)
+            entry = None if held else self.ledger.get(key)
             if entry is not None:
                 return await self._replay(entry, ctx, conversation, recorded)
             keep = self._keeper(self.ledger, key, ctx, conversation, recorded)
@@ -157,10 +160,7 @@ class SdkProvider(ABC, Generic[S]):
     ) -> ModelTurn:
         """The kept reply, rebuilt as the SDK object and parsed again exactly as when it was paid
         (a reply that failed to parse fails the same way): no new spend, the first cost kept apart."""
-        module, _, name = entry.response_type.partition(":")
-        # The SDKs build replies without validation (a server may leave a declared field null), and
-        # so does this: their model_construct builds the nested objects too.
-        response = getattr(importlib.import_module(module), name).model_construct(**entry.response)
+        response = entry.reply()
 
         async def send() -> Any:
             return response
@@ -192,3 +192,29 @@ class SdkProvider(ABC, Generic[S]):
         usage.request_id = getattr(response, "_request_id", None) or response.id
         usage.latency_s = latency
         return self.runtime.priced(usage)
+
+
+class _BatchReplies:
+    """The ledger as batch mode's ReplyStore (giant.llm.batch): a reply kept when its batch ends,
+    by key, priced at the batch tier; the call that asks for it later rewrites the entry whole."""
+
+    def __init__(self, provider: SdkProvider[Any], ledger: Ledger) -> None:
+        self.provider = provider
+        self.ledger = ledger
+
+    def keep(self, key: str, reply: Any) -> None:
+        provider = self.provider
+        entry = Ledger.entry(
+            key,
+            provider=provider.name,
+            model=provider.model,
+            run_index=None,
+            request=None,
+            response=reply,
+            usage=provider._usage(reply, 0.0),
+        )
+        self.ledger.put(entry)
+
+    def reread(self, key: str) -> Any:
+        entry = self.ledger.read(key)
+        return None if entry is None else entry.reply()

@@ -31,6 +31,7 @@ async def campaign(
     *,
     resume: bool = False,
     out: str = "out",
+    progress: bool = False,
     **extra: object,
 ) -> Summary:
     """`n_items` items, all running at once, each call through a batch; the ledger under `work`."""
@@ -38,7 +39,13 @@ async def campaign(
     provider = build_provider(cfg, ledger=Ledger(work / "ledger"))  # type: ignore[arg-type]
     items = make_items(n_items, SLIDES)
     return await evaluate(
-        items, wsi_root, provider, work / out, concurrency=n_items, resume_from=work / out if resume else None
+        items,
+        wsi_root,
+        provider,
+        work / out,
+        concurrency=n_items,
+        resume_from=work / out if resume else None,
+        progress=progress,
     )
 
 

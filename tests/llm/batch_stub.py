@@ -3,7 +3,8 @@
 It answers every request of a batch like a model that crops until step `answer_at` and answers there
 (a structured step), counts every custom_id it was ever sent (a request submitted twice shows as a
 count of 2), and can hold a batch in flight (`hold`), end it after some polls, fail chosen requests
-once, or let a batch expire.
+once, let a batch expire or be cancelled half done, and create a batch but never answer the create
+request (`drop_create`: the connection closes; `stall_create`: the reply waits, for a kill -9).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,6 +32,9 @@ class BatchStub:
         self.hold = threading.Event()  # set: batches do not end, whatever the polls
         self.fail_once: set[int] = set()  # global request numbers (1-based) answered 500 the first time
         self.expire: set[int] = set()  # batch numbers (1-based) that end expired, unanswered
+        self.cancel: set[int] = set()  # batch numbers cancelled with only their first half answered
+        self.drop_create: set[int] = set()  # batch numbers created without a reply to their create
+        self.stall_create = threading.Event()  # set: a create's reply waits until it is cleared
         self.received: Counter[str] = Counter()
         self.batches: list[dict[str, Any]] = []  # per batch: id, requests, polls, provider
         self.files: dict[str, bytes] = {}
@@ -51,10 +56,12 @@ class BatchStub:
             return reply
         return responses_body(message(step_json(action)), id=f"resp_{n}")
 
-    def _submitted(self, provider: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
+    def _submitted(
+        self, provider: str, requests: list[dict[str, Any]], metadata: dict[str, str] | None = None
+    ) -> dict[str, Any]:
         with self._lock:
             batch = {"id": f"batch_{len(self.batches) + 1}", "provider": provider, "polls": 0}
-            batch["requests"] = requests
+            batch.update(requests=requests, created=time.time(), metadata=metadata or None)
             self.batches.append(batch)
             self.received.update(r["custom_id"] for r in requests)
             return batch
@@ -64,7 +71,10 @@ class BatchStub:
         if "results" not in batch:
             number = self.batches.index(batch) + 1
             out: list[tuple[str, int, dict[str, Any]]] = []
-            for request in [] if number in self.expire else batch["requests"]:
+            requests = [] if number in self.expire else batch["requests"]
+            if number in self.cancel:
+                requests = requests[: len(requests) // 2]
+            for request in requests:
                 n = self._number(request["custom_id"], batch)
                 body = request.get("body") or request.get("params")
                 if n in self.fail_once:
@@ -97,6 +107,7 @@ class BatchStub:
         out: dict[str, Any] = {}
         if ended:
             status = "expired" if number in self.expire else "completed"
+            status = "cancelled" if number in self.cancel else status
             results = self._results(batch)
             good = "\n".join(
                 json.dumps({"id": f"r{i}", "custom_id": c, "response": {"status_code": s, "body": b}})
@@ -129,7 +140,8 @@ class BatchStub:
             "object": "batch",
             "endpoint": "/v1/responses",
             "completion_window": "24h",
-            "created_at": 0,
+            "created_at": int(batch["created"]),
+            "metadata": batch["metadata"],
             "input_file_id": "file_in",
             "status": status,
             "request_counts": {"total": total, "completed": total if ended else 0, "failed": 0},
@@ -144,7 +156,7 @@ class BatchStub:
             "type": "message_batch",
             "processing_status": "ended" if ended else "in_progress",
             "request_counts": {"errored": 0, "canceled": 0, "expired": 0, **counts},
-            "created_at": "2025-01-01T00:00:00Z",
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(batch["created"])),
             "expires_at": "2025-01-02T00:00:00Z",
             "ended_at": "2025-01-01T01:00:00Z" if ended else None,
             "archived_at": None,
@@ -159,6 +171,9 @@ class BatchStub:
         lines = []
         if number in self.expire:
             lines = [{"custom_id": r["custom_id"], "result": {"type": "expired"}} for r in batch["requests"]]
+        if number in self.cancel:
+            rest = batch["requests"][len(batch["requests"]) // 2 :]
+            lines = [{"custom_id": r["custom_id"], "result": {"type": "canceled"}} for r in rest]
         for custom_id, status, body in self._results(batch):
             if status == 200:
                 lines.append({"custom_id": custom_id, "result": {"type": "succeeded", "message": body}})
@@ -169,6 +184,20 @@ class BatchStub:
 
     def batch(self, batch_id: str) -> dict[str, Any]:
         return next(b for b in self.batches if b["id"] == batch_id)
+
+    def listing(self, provider: str) -> dict[str, Any]:
+        """Every batch of the provider, newest first, on one page."""
+        wire = self.openai_batch if provider == "openai" else self.anthropic_batch
+        data = [wire(b, "results" in b) for b in reversed(self.batches) if b["provider"] == provider]
+        ids = [b["id"] for b in data]
+        listing = {"data": data, "has_more": False, "first_id": ids[0] if ids else None}
+        return {**listing, "last_id": ids[-1] if ids else None, "object": "list"}
+
+    def created(self, batch: dict[str, Any]) -> bool:
+        """Whether the create request is answered (else the connection closes without a reply)."""
+        while self.stall_create.is_set():
+            time.sleep(0.01)
+        return self.batches.index(batch) + 1 not in self.drop_create
 
 
 def _handler(stub: BatchStub) -> type[BaseHTTPRequestHandler]:
@@ -204,15 +233,21 @@ def _handler(stub: BatchStub) -> type[BaseHTTPRequestHandler]:
             elif self.path == "/v1/batches":
                 body = json.loads(raw)
                 requests = [json.loads(line) for line in stub.files[body["input_file_id"]].splitlines()]
-                self._send(stub.openai_batch(stub._submitted("openai", requests), False))
+                batch = stub._submitted("openai", requests, body.get("metadata"))
+                if stub.created(batch):
+                    self._send(stub.openai_batch(batch, False))
             elif self.path == "/v1/messages/batches":
                 batch = stub._submitted("anthropic", json.loads(raw)["requests"])
-                self._send(stub.anthropic_batch(batch, False))
+                if stub.created(batch):
+                    self._send(stub.anthropic_batch(batch, False))
             else:
                 self._send({"error": {"message": f"no route {self.path}"}}, 404)
 
         def do_GET(self) -> None:
-            if match := re.fullmatch(r"/v1/batches/([\w-]+)", self.path):
+            path = self.path.partition("?")[0]
+            if path in ("/v1/batches", "/v1/messages/batches"):
+                self._send(stub.listing("openai" if path == "/v1/batches" else "anthropic"))
+            elif match := re.fullmatch(r"/v1/batches/([\w-]+)", self.path):
                 batch = stub.batch(match[1])
                 self._send(stub.openai_batch(batch, stub._ended(batch)))
             elif match := re.fullmatch(r"/v1/files/([\w-]+)/content", self.path):
