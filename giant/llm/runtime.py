@@ -102,6 +102,8 @@ class CallRuntime:
         usage.cost_usd = self.pricing.cost(self.model, usage, usage.tier)
         usage.calls_flex = int(usage.tier == "flex")
         usage.calls_batch = int(usage.tier == "batch")
+        usage.cost_flex_usd = (usage.cost_usd or 0.0) * usage.calls_flex
+        usage.cost_batch_usd = (usage.cost_usd or 0.0) * usage.calls_batch
         return usage
 
     async def execute(

@@ -172,6 +172,7 @@ class SdkProvider(ABC, Generic[S]):
             usage.cost_usd = 0.0
             usage.calls_replayed = 1
             usage.calls_flex = usage.calls_batch = 0  # not paid now; `tier` keeps how it was billed
+            usage.cost_flex_usd = usage.cost_batch_usd = 0.0
             return usage
 
         return await self.runtime.execute(

@@ -83,6 +83,9 @@ class TokenCounts(BaseModel):
     # Paid calls billed at a discounted tier (giant.llm.pricing); the rest of the paid calls were standard.
     calls_flex: int = 0
     calls_batch: int = 0
+    # Of cost_usd, what those calls cost: a tier's saving is only seen beside its own spend.
+    cost_flex_usd: float = 0.0
+    cost_batch_usd: float = 0.0
 
     def token_counts(self) -> dict[str, Any]:
         """Just the counts, to copy into the record of the next level up."""

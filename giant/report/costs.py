@@ -30,6 +30,21 @@ class TaskCost:
     def calls_paid(self) -> int:
         return self.calls - self.tokens.calls_replayed
 
+    @property
+    def tier_calls(self) -> str:
+        """Paid calls per price tier, standard / flex / batch."""
+        tokens = self.tokens
+        standard = self.calls_paid - tokens.calls_flex - tokens.calls_batch
+        return f"{standard} / {tokens.calls_flex} / {tokens.calls_batch}"
+
+    @property
+    def tier_costs(self) -> str:
+        """New spend per price tier, standard / flex / batch."""
+        if self.cost_usd is None:
+            return "unknown"
+        flex, batch = self.tokens.cost_flex_usd, self.tokens.cost_batch_usd
+        return f"${self.cost_usd - flex - batch:.4f} / ${flex:.4f} / ${batch:.4f}"
+
 
 def task_costs(records: list[ResultRecord]) -> list[TaskCost]:
     """One row per task (benchmark), then a total row named "all" when there are several tasks."""

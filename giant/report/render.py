@@ -303,6 +303,8 @@ def _costs(records: list[ResultRecord]) -> Rows:
             _money(c.cost_usd),
             _money(c.cost_per_item_run),
             _money(c.tokens.replayed_cost_usd),
+            c.tier_calls,
+            c.tier_costs,
         )
         for c in costs.task_costs(records)
     ]

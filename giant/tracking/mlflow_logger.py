@@ -175,6 +175,8 @@ def summary_metrics(summary: Summary) -> dict[str, float]:
         "calls_replayed": totals.calls_replayed,
         "calls_flex": totals.calls_flex,  # paid calls billed at a discounted tier; the rest were standard
         "calls_batch": totals.calls_batch,
+        "cost_flex_usd": totals.cost_flex_usd,  # of cost_usd; the rest was billed at the standard tier
+        "cost_batch_usd": totals.cost_batch_usd,
         "cost_replayed_usd": totals.replayed_cost_usd,
         "wall_s": totals.wall_s,
         "items_per_hour": totals.items_per_hour,

@@ -18,6 +18,8 @@ from giant.eval.progress import Progress
 from giant.llm.batch_records import BatchBook, describe
 from giant.llm.ledger import Ledger
 from giant.llm.ledger import main as ledger_main
+from giant.record import RESULTS_FILE, read_results
+from giant.report.costs import task_costs
 from tests.eval.runner_fixtures import SLIDES, write_slides
 from tests.llm.batch_job import campaign
 from tests.llm.batch_stub import BatchStub, serving
@@ -49,6 +51,12 @@ def test_one_batch_per_round(name: str, wsi_root: Path, tmp_path: Path) -> None:
     assert [len(b["requests"]) for b in stub.batches] == [6] * ROUNDS
     assert max(stub.received.values()) == 1  # no request submitted twice
     assert summary.totals.cost_usd is not None and summary.totals.cost_usd > 0
+    # Every paid call was billed at the batch tier, and the run says so (summary.json, MLflow, report).
+    assert summary.totals.calls_batch == 6 * ROUNDS and summary.totals.calls_flex == 0
+    assert summary.totals.cost_batch_usd == pytest.approx(summary.totals.cost_usd)
+    row = task_costs(read_results(tmp_path / "out" / RESULTS_FILE))[-1]
+    assert row.tier_calls == f"0 / 0 / {6 * ROUNDS}"
+    assert row.tier_costs == f"$0.0000 / $0.0000 / ${summary.totals.cost_usd:.4f}"
     assert again.n_scored == 6 and len(stub.batches) == ROUNDS and again.totals.cost_usd == 0
     records = BatchBook(tmp_path / "ledger" / "batches").records()
     assert [r.batch_id for r in records] == [b["id"] for b in stub.batches]
