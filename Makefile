@@ -40,6 +40,7 @@ bench: $(VENV_STAMP) ## performance measurements (print numbers, assert nothing)
 	$(PY) benchmarks/fetch_throughput.py
 	$(PY) benchmarks/storage.py
 	$(PY) benchmarks/cache_billing.py
+	$(PY) benchmarks/cost_tiers.py
 	$(PY) benchmarks/conch_latency.py
 	$(PY) benchmarks/report_memory.py
 
