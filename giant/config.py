@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from giant.agent.modes import MODES, AgentConfig, modes_with_setting
 from giant.confdir import CONF_DIR, PROJECT_ROOT, group_options
 from giant.errors import ConfigError, exit_with
-from giant.eval.scoring_settings import ScoringSettings
+from giant.eval.run_options import RunOptions
 from giant.llm.config import PROVIDER_NAMES, ProviderConfig, providers_with
-from giant.roles import Data, Method, Operational, Repeats, Role, Selection, hashed_part, role_of, roles
+from giant.roles import Data, Operational, Role, hashed_part, role_of, roles
 from giant.tools.settings import ToolSettings
 
 if TYPE_CHECKING:  # Hydra's override parser is imported where used: it is slow to import
@@ -110,35 +110,6 @@ class DatasetSettings(_Strict):
         if self.slidebench_fix is not None and self.drop_defective:
             raise ValueError("set either slidebench_fix or drop_defective, not both")
         return self
-
-
-class RunOptions(_Strict, ScoringSettings):
-    """The top-level run keys of conf/config.yaml (names kept stable for scripts and docs)."""
-
-    seed: Method[int]
-    runs_per_item: Repeats[int] = Field(ge=1, le=100)
-    concurrency: Operational[int] = Field(ge=1, le=1024)
-    budget_usd: Operational[float | None] = Field(gt=0)
-    dry_run: Operational[bool]
-    limit: Selection[int | None] = Field(ge=1)
-    item_ids: Selection[list[str] | None]
-    retry_failed: Operational[bool]
-    skip_missing: Data[bool]  # which items are scored (a missing slide: skipped, or a failure)
-    resume: Operational[bool]
-    record_requests: Operational[bool]
-    ledger: Operational[bool]  # paid calls answered from giant.llm.ledger; false: fresh samples
-    breaker_after: Operational[int] = Field(ge=1)  # item-runs in a row failed outside the model: stop the run
-
-    @field_validator("item_ids", mode="before")
-    @classmethod
-    def _ids_as_text(cls, value: object) -> object:
-        """`item_ids=[tcga/12,40]`: Hydra parses the bare 40 as an int."""
-        return [str(v) for v in value] if isinstance(value, list | tuple) else value
-
-    @property
-    def scoring(self) -> ScoringSettings:
-        """The scoring part, as the scorers take it (one value, not its keys one by one)."""
-        return ScoringSettings.model_validate(self.model_dump(include=set(ScoringSettings.model_fields)))
 
 
 class TrackingSettings(_Strict):

@@ -21,7 +21,7 @@ from giant.errors import ConfigError, exit_with
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="rescore")
 def main(cfg: DictConfig) -> None:
-    from giant.rescore import rescore_job
+    from giant.rescore_job import rescore_job
 
     try:
         rescore_job(cfg)

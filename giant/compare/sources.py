@@ -1,6 +1,6 @@
 """The runs a comparison reads: a job folder, an MLflow run id, or the job runs of a sweep.
 
-Reading reuses the re-score's loader (giant.rescore.load_source), so a folder and a run id give the
+Reading reuses the re-score's loader (giant.rescore_job.load_source), so a folder and a run id give the
 same record. Each run becomes one paired unit per item: the label the job itself scored, i.e. the
 majority vote of its runs with the job's recorded tie rule when runs_per_item > 1 (a single run's
 label otherwise). The comparison therefore compares exactly the metric each job reported.
@@ -20,7 +20,7 @@ from giant.config import TrackingSettings, compared_settings
 from giant.errors import ConfigError
 from giant.eval.voting import majority_vote
 from giant.record import REQUESTS_FILE, SKIPPED, TRAJECTORY_PAGE, ResultRecord, has_trajectory, latest_by_slot
-from giant.rescore import RUN_ID, load_source
+from giant.rescore_job import RUN_ID, load_source
 from giant.tracking.names import JOB_ROLE, OUTPUT_DIR_TAG, ROLE_TAG, SWEEP_ID_TAG, tag_filter
 
 # What a trajectory page needs is the page, its JSON and its images; the recorded request bodies

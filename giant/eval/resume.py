@@ -135,7 +135,7 @@ def carry_over(
     with retry_failed, the model's retryable failures are too. `out_dir` may equal
     `resume_from`: results.jsonl is then rewritten atomically without the torn or dropped lines.
     Scoring settings are not part of the run key, so `rescore` reads the kept answers again under
-    the current ones (giant.eval.rescore.rescore_records).
+    the current ones (giant.eval.rescore_records.rescore_records).
     """
     source = JobLayout(resume_from).results
     if not source.is_file():

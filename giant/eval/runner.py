@@ -25,10 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from giant.agent import run_episode
-from giant.agent.modes import AgentConfig
 from giant.agent.limits import LimitExceeded
+from giant.agent.modes import AgentConfig
 from giant.agent.trajectory import Trajectory
-from giant.config import RunOptions
 from giant.core import Item
 from giant.data.defects import Defect
 from giant.data.slides import Located, SlideLocation, locate_all
@@ -38,8 +37,9 @@ from giant.eval.causes import FIXES, CircuitBreaker, Halt, trajectory_cause
 from giant.eval.limits import RunLimits
 from giant.eval.progress import Progress
 from giant.eval.provenance import build_provenance
-from giant.eval.rescore import rescore_records
+from giant.eval.rescore_records import rescore_records
 from giant.eval.resume import carry_over
+from giant.eval.run_options import RunOptions
 from giant.eval.scoring import outcome_fields, score_trajectory
 from giant.eval.summarize import summarize
 from giant.eval.summary import Summary

@@ -19,7 +19,7 @@ from giant.config import RunOptions, shipped
 from giant.core import Item
 from giant.data.demo import build_demo
 from giant.data.multipathqa import CSV_COLUMNS
-from giant.eval.rescore import rescore_records
+from giant.eval.rescore_records import rescore_records
 from giant.record import ResultRecord
 from giant.tracking.names import RESCORE_TAG, ROLE_TAG
 from giant.tracking.tables import RunRecord, latest_per_row_and_task

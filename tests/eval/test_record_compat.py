@@ -9,7 +9,7 @@ import pytest
 
 from giant.config import RunOptions, shipped
 from giant.core import Item
-from giant.eval.rescore import rescore_records
+from giant.eval.rescore_records import rescore_records
 from giant.record import JobLayout, ResultRecord, ResultsWriter, read_results
 
 # Two results.jsonl lines exactly as the runner wrote them before `answers` (a patch-mode item whose

@@ -31,7 +31,7 @@ from giant.config import (
     resolve,
 )
 from giant.errors import ConfigError
-from giant.eval.rescore import changed_record, rescore_records, rescore_summary
+from giant.eval.rescore_records import changed_record, rescore_records, rescore_summary
 from giant.eval.summary import Summary
 from giant.job import CONFIG_ARTIFACTS, JobData, finish_tracking, load_data, write_outputs
 from giant.llm.config import ProviderConfig, settings_class

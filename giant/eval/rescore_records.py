@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from giant.config import record_keys
 from giant.core import Item
 from giant.errors import ConfigError
 from giant.eval.scoring import outcome_fields, score_answers
@@ -20,7 +19,6 @@ from giant.eval.scoring_settings import ScoringSettings
 from giant.eval.summarize import summarize
 from giant.eval.summary import Summary
 from giant.record import UNPARSEABLE, ResultRecord
-from giant.roles import Role
 
 ANSWERED = "answered"
 
@@ -28,8 +26,9 @@ ANSWERED = "answered"
 def changed_record(record: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     """The source's resolved config (resolved_config.json layout: run keys at the top level) with
     the scoring keys of `changes` that are set; None keeps the source's value. Only scoring settings
-    may change: every other setting shaped the episodes, which are kept as they are."""
-    scoring = record_keys(Role.SCORING)
+    may change (the fields of ScoringSettings, run keys at the top level of the record): every other
+    setting shaped the episodes, which are kept as they are."""
+    scoring = tuple(ScoringSettings.model_fields)
     unknown = sorted(set(changes) - set(scoring))
     if unknown:
         raise ConfigError(f"{', '.join(unknown)}: not a scoring setting; a re-score changes only {scoring}")
