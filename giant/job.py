@@ -21,8 +21,8 @@ from giant.config import RunSettings
 from giant.core import Item
 from giant.data.defects import Defect
 from giant.errors import EXIT_INCOMPLETE, EXIT_SETUP, ConfigError, RunStopped
-from giant.eval.summary import Summary
 from giant.record import TRAJECTORIES_DIR, JobLayout, write_resolved_config
+from giant.record.summary import Summary
 from giant.tracking.names import OUTPUT_DIR_TAG, OVERRIDES_TAG
 
 if TYPE_CHECKING:  # imported where used: a dry run never loads MLflow

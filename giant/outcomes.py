@@ -18,7 +18,7 @@ from hydra.types import RunMode
 from pydantic import BaseModel, ValidationError
 
 from giant.errors import EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, EXIT_SETUP, EXIT_TERMINATED
-from giant.tracking.secrets import scrub, secret_values
+from giant.secrets import scrub, secret_values
 
 OUTCOMES_DIR = "outcomes"  # under the sweep folder
 # What a job's exit code makes of it in the sweep's status (any other code is a failure).

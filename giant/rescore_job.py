@@ -32,7 +32,6 @@ from giant.config import (
 )
 from giant.errors import ConfigError
 from giant.eval.rescore_records import changed_record, rescore_records, rescore_summary
-from giant.eval.summary import Summary
 from giant.job import CONFIG_ARTIFACTS, JobData, finish_tracking, load_data, write_outputs
 from giant.llm.config import ProviderConfig, settings_class
 from giant.record import (
@@ -44,6 +43,7 @@ from giant.record import (
     write_results,
     write_summary,
 )
+from giant.record.summary import Summary
 from giant.roles import Role
 from giant.tools.settings import ToolSettings
 from giant.tracking.names import (

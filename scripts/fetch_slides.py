@@ -23,7 +23,7 @@ EXIT_INTERRUPTED = 130
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="fetch")
 def main(cfg: DictConfig) -> None:
-    from giant.data.fetch.job import fetch_job
+    from giant.fetch_job import fetch_job
 
     try:
         code = fetch_job(cfg)

@@ -1,6 +1,6 @@
 """The navigation agent: Algorithm 1 and its modes, recorded as trajectories.
 
-`run_episode` is imported lazily: `giant.agent.config` and `giant.agent.trajectory` are light shared
+`run_episode` is imported lazily: `giant.agent.config` and `giant.record.trajectory` are light shared
 contracts that the config and eval layers import without pulling in OpenSlide and the providers.
 """
 

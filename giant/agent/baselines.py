@@ -23,9 +23,9 @@ from giant.agent.context import Context
 from giant.agent.episode_state import EpisodeEnd, EpisodeState, RetryCounter, task_answer
 from giant.agent.images import Rendered, render_region, render_thumbnail
 from giant.agent.loop import image_part, overview
-from giant.agent.trajectory import Region
 from giant.core import Box
 from giant.llm.types import AnswerAction, ImagePart, Part, TextPart
+from giant.record.trajectory import Region
 from giant.wsi.slide import Slide
 from giant.wsi.tissue import TissueMask, sample_boxes
 

@@ -19,11 +19,11 @@ from giant.agent.episode_state import EpisodeEnd, EpisodeState, compute_totals
 from giant.agent.images import ImageStore
 from giant.agent.limits import Limits, SharedLimits
 from giant.agent.modes import mode_of
-from giant.agent.trajectory import Trajectory
 from giant.core import Item
 from giant.llm.ledger import Ledger
 from giant.llm.types import Provider
 from giant.record import REQUESTS_FILE, write_trajectory
+from giant.record.trajectory import Trajectory
 from giant.tools import Tool
 from giant.wsi import SlideError, SlideMissing
 from giant.wsi.slide import Slide

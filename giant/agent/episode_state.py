@@ -18,7 +18,6 @@ from typing import Any, Generic, TypeVar
 from giant.agent.config import BaseAgentConfig
 from giant.agent.images import ImageStore, Rendered
 from giant.agent.limits import LimitExceeded, Limits
-from giant.agent.trajectory import Call, Region, Trajectory, TrajectoryTotals, error_kind
 from giant.core import TRANSIENT_CAUSES, Box, Item, Status
 from giant.llm.types import (
     CallContext,
@@ -30,6 +29,7 @@ from giant.llm.types import (
     TokenCounts,
     Usage,
 )
+from giant.record.trajectory import Call, Region, Trajectory, TrajectoryTotals, error_kind
 from giant.tools import Tool
 from giant.wsi import SlideError
 from giant.wsi.slide import Slide

@@ -35,7 +35,6 @@ from giant.agent.config import NavigationConfig, NavigationRules, RegionsConfig
 from giant.agent.context import Context
 from giant.agent.episode_state import EpisodeEnd, EpisodeState, RetryCounter
 from giant.agent.images import Rendered, render_region
-from giant.agent.trajectory import Call
 from giant.core import Box, Status
 from giant.llm.types import (
     AnswerAction,
@@ -47,6 +46,7 @@ from giant.llm.types import (
     Step,
     TextPart,
 )
+from giant.record.trajectory import Call
 from giant.tools import Seen, UnusableCall, loaded
 
 

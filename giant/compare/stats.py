@@ -17,7 +17,7 @@ from scipy.stats import binomtest
 
 from giant.eval.bootstrap import check_arguments, interval, replicate_scores, resamples
 from giant.eval.metrics import score
-from giant.eval.summary import Bootstrap
+from giant.record.summary import Bootstrap
 
 
 class PairedDifference(Bootstrap):

@@ -1,7 +1,7 @@
 """A question of the dataset that cannot be scored as given, and what the loader did about it.
 
 Its own small module because two layers carry it: the loader (giant.data.multipathqa) finds defects,
-and summary.json (giant.eval.summary) records them with the run they affect.
+and summary.json (giant.record.summary) records them with the run they affect.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from giant.eval.metrics import FAILED, METRIC_NAMES, score
-from giant.eval.summary import Bootstrap
+from giant.record.summary import Bootstrap
 
 
 def bootstrap(

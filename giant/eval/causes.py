@@ -14,9 +14,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import get_args
 
-from giant.agent.trajectory import Trajectory
 from giant.core import TRANSIENT_CAUSES, SetupCause
 from giant.record import ResultRecord
+from giant.record.trajectory import Trajectory
 
 SETUP_CAUSES: frozenset[str] = frozenset(get_args(SetupCause))
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from giant.data.slides import Located, SlideLocation, layout_counts
 from giant.eval.resume import run_key
-from giant.eval.summary import Provenance
+from giant.record.summary import Provenance
 
 # summary.json name -> distribution name
 PACKAGES = {

@@ -27,7 +27,6 @@ from typing import Any
 from giant.agent import run_episode
 from giant.agent.limits import LimitExceeded
 from giant.agent.modes import AgentConfig
-from giant.agent.trajectory import Trajectory
 from giant.core import Item
 from giant.data.defects import Defect
 from giant.data.slides import Located, SlideLocation, locate_all
@@ -42,7 +41,6 @@ from giant.eval.resume import carry_over
 from giant.eval.run_options import RunOptions
 from giant.eval.scoring import outcome_fields, score_trajectory
 from giant.eval.summarize import summarize
-from giant.eval.summary import Summary
 from giant.interrupt import StopRequest
 from giant.llm.batch import batch_member, batch_progress
 from giant.llm.ledger import Ledger
@@ -59,6 +57,8 @@ from giant.record import (
     trajectory_dir,
     write_summary,
 )
+from giant.record.summary import Summary
+from giant.record.trajectory import Trajectory
 from giant.tools import Tool
 from giant.wsi import SlideMissing
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from giant.agent.trajectory import Trajectory
 from giant.core import Item
 from giant.eval.answers import extract_label
 from giant.eval.scoring_settings import ScoringSettings
 from giant.eval.voting import majority_vote
 from giant.record import UNPARSEABLE
+from giant.record.trajectory import Trajectory
 
 PATCH_VOTE = "patch_vote"  # the extraction method recorded for a vote over patch answers
 

@@ -6,7 +6,7 @@ format is read back are decided in one place:
 
     <out_dir>/
       results.jsonl          ResultRecord lines (results.py): appended durably, read back tolerantly
-      summary.json           Summary (giant.eval.summary)
+      summary.json           Summary (giant.record.summary)
       resolved_config.json   the settings' record
       predictions.csv  confusion_matrix.png  dataset_defects.json  report.html  dry_run.json
       .hydra/                Hydra's config.yaml, overrides.yaml, hydra.yaml

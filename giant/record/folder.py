@@ -10,10 +10,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from giant.agent.trajectory import Trajectory
 from giant.atomic import write_atomic
-from giant.eval.summary import Summary
 from giant.record.layout import TRAJECTORY_FILE, JobLayout
+from giant.record.summary import Summary
+from giant.record.trajectory import Trajectory
 
 
 def _write_json(path: Path, text: str) -> Path:

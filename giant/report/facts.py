@@ -9,9 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from giant.agent.trajectory import Trajectory
 from giant.errors import ConfigError
-from giant.eval.summary import Summary
 from giant.record import (
     TRAJECTORY_PAGE,
     JobLayout,
@@ -22,6 +20,8 @@ from giant.record import (
     read_summary,
     read_trajectory,
 )
+from giant.record.summary import Summary
+from giant.record.trajectory import Trajectory
 
 log = logging.getLogger(__name__)
 

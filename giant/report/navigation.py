@@ -12,7 +12,7 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from giant.agent.trajectory import Region, Trajectory
+from giant.record.trajectory import Region, Trajectory
 from giant.report.facts import ItemRun
 from giant.wsi import SlideError
 from giant.wsi.slide import Slide

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from giant.agent.config import NavigationConfig
 from giant.agent.loop import crop_issues
 from giant.agent.modes import find_mode
-from giant.agent.trajectory import Call, Trajectory
 from giant.core import Box
 from giant.llm.types import CropAction
 from giant.record import SKIPPED, UNPARSEABLE
+from giant.record.trajectory import Call, Trajectory
 from giant.report.facts import ItemRun
 
 # Causes in the order the page lists them; the text says what the model (or the run) did.

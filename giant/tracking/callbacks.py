@@ -28,6 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from giant.config import PathSettings, RunSettings, TrackingSettings
 from giant.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, ConfigError, exit_with
 from giant.outcomes import JobOutcome, clear_outcomes, exit_code, failure_line, read_outcomes
+from giant.secrets import scrub, secret_values
 from giant.tracking.names import (
     DATASET_TAG,
     FAILURE_TAG,
@@ -41,7 +42,6 @@ from giant.tracking.names import (
     SWEEP_ROLE,
     tag_filter,
 )
-from giant.tracking.secrets import scrub, secret_values
 
 if TYPE_CHECKING:
     from mlflow.entities import Run

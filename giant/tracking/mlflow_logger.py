@@ -26,8 +26,9 @@ from giant.agent.modes import mode_of
 from giant.config import RunSettings, TrackingSettings
 from giant.core import Item
 from giant.errors import ConfigError
-from giant.eval.summary import Summary
 from giant.record import SWEEP_FILE
+from giant.record.summary import Summary
+from giant.secrets import contains_secret, scrub, secret_values
 from giant.storage import is_stored_image, link_or_copy
 from giant.tracking.names import (
     CONFIG_HASH_TAG,
@@ -43,7 +44,6 @@ from giant.tracking.names import (
     SWEEP_ID_TAG,
 )
 from giant.tracking.params import to_params
-from giant.tracking.secrets import contains_secret, scrub, secret_values
 from giant.tracking.store import ensure_sqlite_store, opening_store, sqlite_path
 
 log = logging.getLogger(__name__)
@@ -180,6 +180,10 @@ def summary_metrics(summary: Summary) -> dict[str, float]:
         "cost_replayed_usd": totals.replayed_cost_usd,
         "wall_s": totals.wall_s,
         "items_per_hour": totals.items_per_hour,
+        "active_s": totals.active_s,
+        "gpu_cost_usd": totals.gpu_cost_usd,
+        "output_tokens_per_s": totals.output_tokens_per_s,
+        "calls_per_min": totals.calls_per_min,
         "per_run_mean": summary.per_run_mean,
         "per_run_std": summary.per_run_std,
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from giant.tracking.secrets import REDACTED, is_secret_key, scrub
+from giant.secrets import REDACTED, is_secret_key, scrub
 
 ELLIPSIS = "..."
 

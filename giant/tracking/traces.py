@@ -18,11 +18,11 @@ from typing import Any
 import mlflow
 from mlflow.entities import SpanType
 
-from giant.agent.trajectory import Call, Trajectory
 from giant.record import JobLayout, has_trajectory, latest_by_slot, read_results, read_trajectory
+from giant.record.trajectory import Call, Trajectory
+from giant.secrets import scrub
 from giant.tracking.mlflow_logger import JobRun
 from giant.tracking.names import SOURCE_RUN
-from giant.tracking.secrets import scrub
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,6 @@ from typing import Any, NamedTuple
 from markupsafe import Markup
 
 from giant import pages
-from giant.agent.trajectory import Call, Region, Trajectory
 from giant.core import Box
 from giant.llm.types import AnswerAction, CropAction, NoteAction, Step, Usage
 from giant.record import (
@@ -32,6 +31,7 @@ from giant.record import (
     read_trajectory,
     trajectory_dir,
 )
+from giant.record.trajectory import Call, Region, Trajectory
 from giant.tools import TOOLS, ToolRecord
 
 log = logging.getLogger(__name__)

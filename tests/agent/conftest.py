@@ -12,11 +12,11 @@ import pytest
 
 from giant.agent import run_episode
 from giant.agent.modes import parse_agent
-from giant.agent.trajectory import Trajectory
 from giant.core import Item
 from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider
+from giant.record.trajectory import Trajectory
 from giant.tools import Tool
 from giant.wsi.synthetic import write_synthetic_slide
 

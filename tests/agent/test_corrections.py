@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from giant.agent import instructions
-from giant.agent.trajectory import Trajectory
 from giant.core import Item
+from giant.record.trajectory import Trajectory
 
 from .conftest import answer, crop, error, run, scripted
 

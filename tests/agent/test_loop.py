@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 from giant.agent import instructions
-from giant.agent.trajectory import Trajectory
 from giant.core import Item
 from giant.llm.types import ImagePart
+from giant.record.trajectory import Trajectory
 
 from .conftest import HEIGHT, WIDTH, answer, crop, error, note, run, scripted, texts
 

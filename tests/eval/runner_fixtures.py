@@ -17,7 +17,6 @@ from giant.agent.modes import AgentConfig, parse_agent
 from giant.config import RunOptions, shipped
 from giant.core import Item
 from giant.eval.runner import run_eval
-from giant.eval.summary import Summary
 from giant.llm.config import provider_settings
 from giant.llm.random_provider import RandomProvider, format_answer, random_label
 from giant.llm.types import (
@@ -32,6 +31,7 @@ from giant.llm.types import (
     TransientError,
     Usage,
 )
+from giant.record.summary import Summary
 from giant.wsi.synthetic import write_synthetic_slide
 
 SLIDE_W, SLIDE_H = 2000, 1500

@@ -13,10 +13,10 @@ from giant.agent import run_episode
 from giant.agent.modes import parse_agent
 from giant.config import RunOptions, shipped
 from giant.eval.runner import run_eval
-from giant.eval.summary import Summary
 from giant.llm.pricing import Pricing, Rates
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider
 from giant.record import RESULTS_FILE, read_results
+from giant.record.summary import Summary
 from giant.wsi.synthetic import write_synthetic_slide
 
 from .runner_fixtures import SLIDE_H, SLIDE_W, SLIDES, FaultyProvider, make_items

@@ -11,12 +11,12 @@ from typing import Any
 import httpx2
 import pytest
 
-from giant.eval.summary import Summary
 from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.ledger import Ledger
 from giant.llm.random_provider import format_answer
 from giant.llm.types import AnswerSpace
+from giant.record.summary import Summary
 from tests.eval.runner_fixtures import AGENT, SLIDES, evaluate, make_items
 from tests.llm.mock_api import message, responses_body, step_json
 

@@ -6,7 +6,7 @@ import asyncio
 import shutil
 from pathlib import Path
 
-from giant.eval.summary import Summary
+from giant.record.summary import Summary
 from tests.eval.runner_fixtures import SLIDES, evaluate, make_items, random_provider
 
 

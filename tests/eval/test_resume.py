@@ -11,8 +11,8 @@ import pytest
 from giant.agent.modes import parse_agent
 from giant.errors import ConfigError
 from giant.eval.resume import RETRYABLE, ResumeIndex, carry_over, run_key
-from giant.eval.summary import Summary
 from giant.record import RESULTS_FILE, ResultRecord, ResultsWriter, read_results
+from giant.record.summary import Summary
 from tests.eval.runner_fixtures import (
     SLIDES,
     CountingProvider,

@@ -13,10 +13,10 @@ from giant.agent.modes import parse_agent
 from giant.errors import ConfigError
 from giant.eval.resume import run_key
 from giant.eval.runner import item_seed
-from giant.eval.summary import Summary
 from giant.eval.voting import majority_vote
 from giant.llm.types import CallContext, Conversation, ModelTurn
 from giant.record import RESULTS_FILE, RUNNER_ERROR, SKIPPED, read_results
+from giant.record.summary import Summary
 from tests.eval.runner_fixtures import (
     SLIDES,
     CountingProvider,

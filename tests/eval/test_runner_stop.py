@@ -15,10 +15,10 @@ from giant import interrupt
 from giant.config import RunOptions, shipped
 from giant.core import Item
 from giant.eval.runner import STOP_GRACE_S, run_eval
-from giant.eval.summary import Summary
 from giant.interrupt import StopRequest, stop_on_signals
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider
 from giant.record import RESULTS_FILE, read_results
+from giant.record.summary import Summary
 from tests.eval.runner_fixtures import AGENT, SLIDES, CountingProvider, FaultyProvider, make_items
 
 

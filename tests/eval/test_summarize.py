@@ -7,8 +7,8 @@ import pytest
 from giant.core import Item
 from giant.eval.scoring_settings import ScoringSettings
 from giant.eval.summarize import summarize
-from giant.eval.summary import Provenance
 from giant.record import SKIPPED, ResultRecord
+from giant.record.summary import Provenance
 
 PROVENANCE = Provenance(run_key="k", config_hash="c", dataset_hash="d")
 

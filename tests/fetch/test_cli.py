@@ -11,7 +11,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from giant.config import CONF_DIR
-from giant.data.fetch.job import FetchOptions
+from giant.fetch_job import FetchOptions
 from giant.wsi.slide import Slide
 from tests.fetch.conftest import GTEX_ID, SLIDE_A, SLIDE_B, SLIDE_GTEX, UUID_A, UUID_B, item, write_csv
 from tests.fetch.stub import Stub

@@ -8,10 +8,10 @@ import logging
 import sys
 from pathlib import Path
 
-from giant.eval.summary import Summary
 from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.ledger import Ledger
+from giant.record.summary import Summary
 from tests.eval.runner_fixtures import SLIDES, evaluate, make_items
 
 BATCH = {"batch": True, "batch_wait_s": 30.0, "batch_poll_s": 0.05, "max_retries": 2}

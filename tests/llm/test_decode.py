@@ -10,12 +10,12 @@ import pytest
 
 from giant.agent import run_episode
 from giant.agent.modes import parse_agent
-from giant.agent.trajectory import Trajectory
 from giant.llm.config import provider_settings
 from giant.llm.decode import decode_arguments, decode_step, decode_tool_call, json_objects, step_value
 from giant.llm.factory import build_provider
 from giant.llm.schema import Tool, function_tools, step_schema
 from giant.llm.types import AnswerAction, CropAction, ParseError
+from giant.record.trajectory import Trajectory
 from giant.wsi.synthetic import write_synthetic_slide
 from tests.eval.runner_fixtures import make_items
 from tests.llm.mock_api import MockAPI, message, messy_replies, responses_body, step_json

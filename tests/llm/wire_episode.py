@@ -20,10 +20,10 @@ import httpx2
 
 from giant.agent import run_episode
 from giant.agent.modes import parse_agent
-from giant.agent.trajectory import Trajectory
 from giant.core import Item
 from giant.llm.config import ProviderConfig
 from giant.llm.factory import build_provider
+from giant.record.trajectory import Trajectory
 from tests.llm.mock_api import (
     chat_body,
     function_call,

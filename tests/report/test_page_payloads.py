@@ -13,13 +13,13 @@ import jinja2
 import pytest
 
 from giant import pages
-from giant.agent.trajectory import Call, Region, Trajectory
 from giant.compare.pairs import compare_runs
 from giant.compare.render import to_html
 from giant.compare.sources import RunData, outcomes
 from giant.core import Box
 from giant.llm.types import AnswerAction, NoteAction, Step
 from giant.record import ResultRecord, ResultsWriter
+from giant.record.trajectory import Call, Region, Trajectory
 from giant.report import write_report
 from giant.tools.conch.tool import ConchAction, ConchRecord
 from giant.tracking.viewer import write_html

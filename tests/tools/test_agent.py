@@ -12,9 +12,9 @@ import pytest
 from PIL import ImageChops
 
 from giant.agent import instructions
-from giant.agent.trajectory import Trajectory
 from giant.core import Box, Item
 from giant.llm.schema import function_tools, offered_actions, offered_tools, step_schema
+from giant.record.trajectory import Trajectory
 from giant.tools.conch.settings import HYPOTHESES_CAP
 from giant.tools.conch.tool import ConchTool, central_square, conch_failed, conch_prompt, conch_too_many
 from giant.wsi.slide import Slide

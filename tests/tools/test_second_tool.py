@@ -12,9 +12,9 @@ from pydantic import BaseModel
 
 from giant.actions import ActionModel
 from giant.agent.episode_state import EpisodeState
-from giant.agent.trajectory import Trajectory
 from giant.core import Box, Item
 from giant.llm.schema import offered_actions, step_from_data, step_schema
+from giant.record.trajectory import Trajectory
 from giant.roles import Method
 from giant.tools import Seen, Tool, ToolRecord, register, unregister
 from tests.agent.conftest import answer, crop, run, scripted, texts

@@ -12,11 +12,11 @@ from mlflow.tracking import MlflowClient
 
 from giant.config import CONF_DIR, RunSettings
 from giant.core import Item
-from giant.eval.summary import Bootstrap, Provenance, Summary, Totals
+from giant.record.summary import Bootstrap, Provenance, Summary, Totals
+from giant.secrets import REDACTED, is_secret_key, secret_values
 from giant.tracking.callbacks import SWEEP_TABLE, MlflowSweepCallback
 from giant.tracking.mlflow_logger import PARENT_TAG, JobRun, SweepInfo, job_tags, summary_metrics
 from giant.tracking.params import to_params
-from giant.tracking.secrets import REDACTED, is_secret_key, secret_values
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 

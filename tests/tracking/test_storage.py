@@ -15,13 +15,13 @@ from mlflow.tracking import MlflowClient
 
 from giant.agent import run_episode
 from giant.agent.modes import parse_agent
-from giant.agent.trajectory import Trajectory
 from giant.core import Item
 from giant.eval.resume import carry_over
 from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.ledger import Ledger
 from giant.record import TRAJECTORIES_DIR, JobLayout, ResultRecord, ResultsWriter, trajectory_dir
+from giant.record.trajectory import Trajectory
 from giant.storage import link_or_copy
 from giant.tracking.mlflow_logger import JobRun
 from giant.tracking.viewer import write_html

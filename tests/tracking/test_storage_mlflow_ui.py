@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from mlflow.tracking import MlflowClient
 
-from giant.agent.trajectory import Trajectory
 from giant.record import TRAJECTORIES_DIR, JobLayout, trajectory_dir
+from giant.record.trajectory import Trajectory
 from giant.tracking.mlflow_logger import JobRun
 from giant.tracking.viewer import write_html
 from tests.browser import open_page

@@ -16,12 +16,12 @@ from markupsafe import escape
 
 from giant.agent import run_episode
 from giant.agent.modes import parse_agent
-from giant.agent.trajectory import Call, Region, Trajectory
 from giant.core import Box, Item
 from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.types import AnswerAction, Step, Usage
 from giant.record import ResultRecord, ResultsWriter, trajectory_dir
+from giant.record.trajectory import Call, Region, Trajectory
 from giant.tracking.viewer import MLFLOW_IMAGES, render_html, write_html, write_job_pages
 from giant.wsi.synthetic import write_synthetic_slide
 

@@ -1,7 +1,8 @@
 """One fetch, end to end: config -> the run's items -> plan -> transfers (or the check) -> exit code.
 
 The items come from giant.job.load_data with run_eval's settings, so `dataset=`, `limit` and
-`item_ids` select exactly the slides that run would open.
+`item_ids` select exactly the slides that run would open. An entry point like giant.job (which it
+builds on), so it sits beside it, above the data layer whose fetch package (giant.data.fetch) it runs.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from giant.data.fetch.plan import build_plan
 from giant.data.fetch.run import http_client, run_plan
 from giant.data.fetch.settings import FetchSettings
 from giant.errors import ConfigError
+from giant.job import load_data
 
 EXIT_OK, EXIT_INCOMPLETE = 0, 1
 
@@ -32,11 +34,9 @@ def fetch_job(cfg: DictConfig) -> int:
     """Fetch (or with check=true only check) the slides of the configured items; the exit code is 0
     only when every requested slide is present and verified (readable, for the check)."""
     options, settings = _settings(cfg)
-    from giant.job import load_data
-
     data = load_data(settings)
     if options.check:
-        from giant.data.check import check_slides
+        from giant.data.check import check_slides  # late: OpenSlide only when checking
 
         checked = check_slides(data.items, data.wsi_root)
         print(checked.render())
