@@ -112,8 +112,6 @@ class Usage(TokenCounts):
     tier: Tier = "standard"  # the tier the server billed (a flex call that fell back is standard)
     # Of cache_write_tokens, those written with Anthropic's 1-hour TTL: billed at 2x input, not 1.25x.
     cache_write_1h_tokens: int = 0
-    # Of cache_write_tokens, those written with Anthropic's 1-hour TTL: billed at 2x input, not 1.25x.
-    cache_write_1h_tokens: int = 0
     request_id: str | None = None
     latency_s: float = 0.0
     cost_usd: float | None = None  # None = model not in the pricing table ("unknown"), never a guess
