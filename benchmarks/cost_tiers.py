@@ -10,9 +10,11 @@ WirePeer, seed i, crops until step T and answers there), so every tier sends the
 Every request body as sent is billed under its provider's caching rule (giant.llm.caching, as in
 benchmarks/cache_billing.py) at the tier's rates from conf/pricing.yaml:
 - OpenAI: the automatic prefix cache; flex and batch bill cached input at their own (halved) cached
-  rate. Between batch rounds the cache lives only minutes (in-memory retention: 5-10 minutes of
-  inactivity), so batch is shown with the cache kept (rounds back within OPENAI_RETENTION_MIN) and
-  lost (rounds --round-min apart).
+  rate. Between batch rounds an in-memory cache entry lives only minutes (5-10 minutes of
+  inactivity), so batch with prompt_cache_retention=in_memory is shown with the cache kept (rounds
+  back within OPENAI_RETENTION_MIN) and lost (rounds --round-min apart); batch with the default
+  setting (auto: the bodies ask for "24h", read from each body as sent) keeps it up to 24 h at the
+  same cache prices, so its rounds --round-min apart read what the last round wrote.
 - Anthropic (no flex): the cache_control breakpoints; batch is 50% off everything, cache reads and
   writes included. Rounds --round-min apart outlive a 5-minute entry (each round writes at 1.25x and
   reads nothing) but not a 1-hour one (writes at 2x, reads at 0.1x): provider.cache_ttl's default
@@ -65,6 +67,7 @@ from tests.llm.wire_episode import WirePeer, answer_at
 
 WIDTH, HEIGHT = 24000, 18000
 OPENAI_RETENTION_MIN = 10  # OpenAI's in-memory prompt cache: 5-10 minutes of inactivity
+OPENAI_EXTENDED_MIN = 24 * 60  # prompt_cache_retention "24h": up to 24 hours
 ANTHROPIC_TTL_MIN = {"5m": 5, "1h": 60}
 FLEX_BUSY = (429, {"error": {"message": "Resource Unavailable", "type": "resource_unavailable"}})
 MODELS = {"openai": "gpt-5", "anthropic": "claude-opus-4-5"}
@@ -257,7 +260,7 @@ def main() -> None:
             f"batch round {args.round_min:.0f} min; flex 429 share {args.flex_busy:.0%}"
         )
         head = ("provider/model", "tier", "$/item", "ratio", "wall/item", "loop s/item", "requests", "twice")
-        print("{:<26} {:<38} {:>8} {:>6} {:>9} {:>11} {:>8} {:>5}".format(*head))
+        print("{:<26} {:<48} {:>8} {:>6} {:>9} {:>11} {:>8} {:>5}".format(*head))
         for name in ("openai", "anthropic"):
             cfg = provider_settings(name, model=MODELS[name])
             agent = parse_agent({"mode": args.mode, "max_steps": t, "crop_size": cfg.crop_size})
@@ -271,13 +274,21 @@ def main() -> None:
                 rows.append(
                     (f"flex ({flex.busy} 429s retried)", flex, "flex", True, False, t * args.flex_call_s / 60)
                 )
-                batch = batched(name, items, wsi, root / name / "batch", agent)
-                kept = f"batch, rounds <= {OPENAI_RETENTION_MIN} min: cache kept"
-                rows.append((kept, batch, "batch", True, False, t * OPENAI_RETENTION_MIN))
-                lost = f"batch, rounds {args.round_min:.0f} min: cache lost"
-                rows.append(
-                    (lost, batch, "batch", args.round_min <= OPENAI_RETENTION_MIN, False, t * args.round_min)
+                memory = batched(
+                    name, items, wsi, root / name / "batch", agent, prompt_cache_retention="in_memory"
                 )
+                kept = f"batch, in_memory, rounds <= {OPENAI_RETENTION_MIN} min: cache kept"
+                rows.append((kept, memory, "batch", True, False, t * OPENAI_RETENTION_MIN))
+                alive = args.round_min <= _retention_min(memory.bodies)
+                state = "cache kept" if alive else "cache lost"
+                lost = f"batch, in_memory, rounds {args.round_min:.0f} min: {state}"
+                rows.append((lost, memory, "batch", alive, False, t * args.round_min))
+                extended = batched(name, items, wsi, root / name / "batch24h", agent)  # the default
+                alive = args.round_min <= _retention_min(extended.bodies)
+                state = "cache kept" if alive else "cache lost"
+                sent = _retention_sent(extended.bodies)
+                named = f"batch, {sent} (default), rounds {args.round_min:.0f} min: {state}"
+                rows.append((named, extended, "batch", alive, False, t * args.round_min))
             else:
                 for ttl in ("5m", "1h"):
                     batch = batched(name, items, wsi, root / name / f"batch{ttl}", agent, cache_ttl=ttl)
@@ -309,10 +320,22 @@ def main() -> None:
                 )
                 base = base or dollars
                 print(
-                    f"{label:<26} {tier_label:<38} {dollars:>8.4f} {dollars / base:>5.3f}x "
+                    f"{label:<26} {tier_label:<48} {dollars:>8.4f} {dollars / base:>5.3f}x "
                     f"{_duration(wall_min):>9} {run.seconds / args.items:>11.2f} "
                     f"{len(run.bodies):>8} {run.twice:>5}"
                 )
+
+
+def _retention_sent(bodies: list[dict[str, Any]]) -> str:
+    """The prompt_cache_retention every body asked for ("none" when they sent none)."""
+    sent = {body.get("prompt_cache_retention") or "none" for body in bodies}
+    assert len(sent) == 1, f"bodies ask for different retentions: {sorted(sent)}"
+    return sent.pop()
+
+
+def _retention_min(bodies: list[dict[str, Any]]) -> float:
+    """How long OpenAI keeps the bodies' cache entries, from the retention they asked for."""
+    return OPENAI_EXTENDED_MIN if _retention_sent(bodies) == "24h" else OPENAI_RETENTION_MIN
 
 
 def _duration(minutes: float) -> str:

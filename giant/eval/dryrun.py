@@ -20,7 +20,9 @@ The estimate is a documented approximation for a run that uses every step:
 - the expected figure per price tier the model is sold at (Pricing.tiers), side by side: flex keeps
   the cache as standard does; a batch round comes back minutes to hours later, which outlives
   OpenAI's in-memory cache and Anthropic's 5-minute entries (every call bills as an item's first),
-  but not Anthropic's 1-hour ones (provider.cache_ttl=1h: the rule holds, writes at the 1h rate).
+  but not Anthropic's 1-hour ones (provider.cache_ttl=1h: the rule holds, writes at the 1h rate)
+  nor OpenAI's 24-hour retention (provider.prompt_cache_retention, auto: asked for in batch mode by
+  the models that take it; the rule holds at the same cache prices).
 Once a pilot of the same run key has finished item-runs, their real dollars give a better forecast
 (giant/eval/forecast.py), printed below these figures.
 """
@@ -48,6 +50,7 @@ from giant.llm.caching import (
     Request,
     Segment,
     every_prefix_cached,
+    openai_retention,
 )
 from giant.llm.config import ProviderSettings
 from giant.llm.factory import provider_class
@@ -235,7 +238,7 @@ def estimate_cost(
     enabled = getattr(provider, "prompt_caching", True)  # the offline providers have no such setting
     usages: dict[str, list[Usage]] = {}  # task -> [no caching, provider's rule, every prefix], summed
     per_text: dict[tuple[int, int], list[Usage]] = {}  # items of equal text lengths cost the same
-    kept, batch_cache = _batch_cache(provider, enabled)
+    kept, one_hour, batch_cache = _batch_cache(provider, enabled)
     in_batches: dict[tuple[int, int], Usage] = {}  # the expected figure with rounds apart
     batch_total = Usage()
     for item in items:
@@ -251,7 +254,7 @@ def estimate_cost(
                 every_prefix_cached(requests),
             )
             per_text[text] = [_usage(requests, split) for split in splits]
-            in_batches[text] = _batch_usage(requests, provider_cls.cache_rule, enabled, model, kept)
+            in_batches[text] = _batch_usage(requests, provider_cls.cache_rule, enabled, model, kept, one_hour)
         batch_total = _add(batch_total, in_batches[text], runs_per_item)
         task = usages.setdefault(item.benchmark, [Usage(), Usage(), Usage()])
         for i, usage in enumerate(per_text[text]):
@@ -283,24 +286,31 @@ def estimate_cost(
     )
 
 
-def _batch_cache(provider: ProviderSettings, enabled: bool) -> tuple[bool, str]:
-    """Whether an item's cache entries outlive a batch round (only Anthropic's 1-hour ones do), and
-    the words for it."""
+def _batch_cache(provider: ProviderSettings, enabled: bool) -> tuple[bool, bool, str]:
+    """Whether an item's cache entries outlive a batch round (Anthropic's 1-hour ones and OpenAI's
+    24-hour retention do), whether its writes are Anthropic's 1-hour ones, and the words for it."""
     if not enabled:
-        return False, ""
+        return False, False, ""
     if getattr(provider, "cache_ttl", None) == "1h":
-        return True, "1-hour cache entries outlive the rounds (provider.cache_ttl=1h)"
+        return True, True, "1-hour cache entries outlive the rounds (provider.cache_ttl=1h)"
     if getattr(provider, "cache_ttl", None) == "5m":
-        return False, "5-minute cache entries expire between rounds (provider.cache_ttl=5m)"
-    return False, "the prompt cache expires between rounds"
+        return False, False, "5-minute cache entries expire between rounds (provider.cache_ttl=5m)"
+    setting = getattr(provider, "prompt_cache_retention", None)
+    if setting is not None and openai_retention(setting, provider.model, batch=True) == "24h":
+        words = f"24-hour cache retention outlives the rounds (provider.prompt_cache_retention={setting})"
+        return True, False, words
+    return False, False, "the prompt cache expires between rounds"
 
 
-def _batch_usage(requests: list[Request], rule: CacheRule, enabled: bool, model: str, kept: bool) -> Usage:
+def _batch_usage(
+    requests: list[Request], rule: CacheRule, enabled: bool, model: str, kept: bool, one_hour: bool
+) -> Usage:
     """An item-run's usage with a batch round between its calls: the provider's rule over the calls
-    when the cache outlives the rounds (its writes are 1-hour ones), else each call on its own."""
+    when the cache outlives the rounds (Anthropic's writes then 1-hour ones), else each call on its
+    own."""
     if kept:
         usage = _usage(requests, rule(requests, enabled, model))
-        usage.cache_write_1h_tokens = usage.cache_write_tokens
+        usage.cache_write_1h_tokens = usage.cache_write_tokens if one_hour else 0
         return usage
     return _usage(requests, [rule([request], enabled, model)[0] for request in requests])
 

@@ -31,6 +31,7 @@ import binascii
 import hashlib
 import io
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -53,6 +54,25 @@ ANTHROPIC_MIN_PREFIX_BY_MODEL = {
 ANTHROPIC_LOOKBACK = 20  # block boundaries a breakpoint checks for an earlier write
 VLLM_BLOCK = 16  # vLLM's default KV-cache block size in tokens
 CHARS_PER_TOKEN = 4  # text tokens are estimated from characters (no tokenizer offline)
+# The models OpenAI's prompt caching guide lists for extended retention ("24h", entries kept up to
+# 24 hours at the same cache prices), as of 2026:
+# https://developers.openai.com/api/docs/guides/prompt-caching#extended-prompt-cache-retention
+OPENAI_EXTENDED_RETENTION = frozenset(
+    {"gpt-5.5", "gpt-5.5-pro", "gpt-5.4", "gpt-5.2", "gpt-5.1-codex-max", "gpt-5.1", "gpt-5.1-codex"}
+    | {"gpt-5.1-codex-mini", "gpt-5.1-chat-latest", "gpt-5", "gpt-5-codex", "gpt-4.1"}
+)
+_DATED = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8})$")  # gpt-5-2025-08-07 is gpt-5
+
+
+def openai_retention(setting: str | None, model: str, *, batch: bool) -> str | None:
+    """The prompt_cache_retention an OpenAI request sends (provider.prompt_cache_retention), None for
+    none: `auto` is "24h" in batch mode for a model OpenAI extends retention for, as rounds come back
+    after in-memory entries (5-10 minutes) are gone, and nothing otherwise (synchronous calls are
+    seconds apart; the server's default stays); any other setting as it is."""
+    if setting != "auto":
+        return setting
+    extended = model in OPENAI_EXTENDED_RETENTION or _DATED.sub("", model) in OPENAI_EXTENDED_RETENTION
+    return "24h" if batch and extended else None
 
 
 class Segment(NamedTuple):

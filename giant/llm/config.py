@@ -108,6 +108,10 @@ class OpenAISettings(BatchedSettings):
     # Flex "resource unavailable" 429s asked again, apart from max_retries; then flex_fallback decides.
     flex_retries: Operational[int] = Field(ge=0, le=100)
     flex_fallback: Operational[Literal["wait", "standard"]]  # keep asking flex, or pay standard for the call
+    # How long OpenAI keeps the prompt cache (the request's prompt_cache_retention): billing, not the
+    # answer. None sends nothing (the server's default); auto sends "24h" in batch mode only, for a
+    # model OpenAI extends retention for (giant.llm.caching.openai_retention); the others as given.
+    prompt_cache_retention: Operational[Literal["auto", "in_memory", "24h"] | None]
 
     def client_timeout_s(self) -> float:
         """timeout_s when set; else 10 minutes, or 15 under flex, whose replies wait longer."""

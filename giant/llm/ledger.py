@@ -2,11 +2,11 @@
 
 A call's key hashes what determines its reply: the provider, the model, the settings that change
 the request or the reply (not the key's variable, pacing, timeouts, retries or the price tier), the
-exact wire request with each image replaced by its hash (less its `service_tier`), and the
-item-run's run index (the runs of one item are independent samples, so they never answer each
-other). A rerun that sends the same request for the same run is answered from here at no cost: a
-killed episode continues where it stopped, a pilot's items are free in the full run, and more runs
-per item reuse the runs already paid for.
+exact wire request with each image replaced by its hash (less its `service_tier` and
+`prompt_cache_retention`), and the item-run's run index (the runs of one item are independent
+samples, so they never answer each other). A rerun that sends the same request for the same run is
+answered from here at no cost: a killed episode continues where it stopped, a pilot's items are
+free in the full run, and more runs per item reuse the runs already paid for.
 
 Layout (plain JSON, inspectable with `python -m giant.llm.ledger DIR`):
   calls/<key[:2]>/<key>.json   the sanitized request, the raw reply, its usage and cost, the time
@@ -47,10 +47,11 @@ _NOT_IN_KEY = frozenset(
     {"api_key_env", "rpm", "tpm", "timeout_s", "max_retries", "pricing_file"}
     | {"service_tier", "flex_retries", "flex_fallback"}
     | {"batch", "batch_max_requests", "batch_max_mb", "batch_wait_s", "batch_poll_s", "cache_ttl"}
+    | {"prompt_cache_retention"}  # how long the prefix cache lives, like cache_ttl
     | {"preflight", "image_tokens", "max_model_len"}  # a self-hosted server's checks and planning
 )
 # Wire fields of the same kind: what the request asks of billing, not of the model.
-_WIRE_NOT_IN_KEY = frozenset({"service_tier"})
+_WIRE_NOT_IN_KEY = frozenset({"service_tier", "prompt_cache_retention"})
 
 
 class LedgerEntry(BaseModel):

@@ -7,6 +7,8 @@ every crop of a turn is returned, in order (paper_facts §1). Caching is OpenAI'
 cache, steered per item with prompt_cache_key.
 Flex processing (provider.service_tier=flex): the same request with service_tier "flex", sent and
 asked again through giant.llm.flex; the reply's own service_tier says which tier billed it.
+Cache retention (provider.prompt_cache_retention, giant.llm.caching.openai_retention): batch rounds
+come back after in-memory entries are gone, so `auto` asks the models that take it for "24h".
 Reasoning items: with store=false the server keeps nothing, so when reasoning is on the request
 includes reasoning.encrypted_content and each reply's reasoning items are re-sent, unmodified, just
 before the assistant items of their turn in later requests (OpenAI asks for this, above all around
@@ -22,7 +24,7 @@ from typing import Any
 import openai
 
 from giant.llm.batch_openai import OpenAIBatches
-from giant.llm.caching import no_breakpoints, openai_prefix
+from giant.llm.caching import no_breakpoints, openai_prefix, openai_retention
 from giant.llm.config import OpenAISettings
 from giant.llm.decode import decode_step, decode_tool_call
 from giant.llm.flex import FLEX, send_flex, tier_of
@@ -166,6 +168,9 @@ class OpenAIProvider(SdkProvider[OpenAISettings]):
             request["prompt_cache_key"] = ctx.item_key
         if cfg.service_tier == "flex":  # standard sends nothing: the project's default tier
             request["service_tier"] = FLEX
+        kept = openai_retention(cfg.prompt_cache_retention, cfg.model, batch=cfg.batch)
+        if kept is not None:  # batch bodies are these requests too (giant.llm.batch_openai)
+            request["prompt_cache_retention"] = kept
         if cfg.reasoning_effort:
             request["reasoning"] = {"effort": cfg.reasoning_effort}
             request["include"] = [ENCRYPTED]

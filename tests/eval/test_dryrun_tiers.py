@@ -17,7 +17,7 @@ from giant.llm.pricing import Pricing, Rates
 from tests.eval.runner_fixtures import make_items, write_slides
 
 SHIPPED = Pricing.load(CONF_DIR / "pricing.yaml")
-GPT5 = provider_settings("openai", model="gpt-5")
+GPT5 = provider_settings("openai", model="gpt-5", prompt_cache_retention="in_memory")
 
 
 @pytest.fixture
@@ -50,6 +50,23 @@ def test_openai_tiers_side_by_side(dataset: tuple[Path, list[Item]]) -> None:
         r"\(0\.\d\dx\); batch: the prompt cache expires between rounds",
         line,
     ), line
+
+
+def test_openai_batch_keeps_the_cache_with_24h_retention(dataset: tuple[Path, list[Item]]) -> None:
+    """The default (auto) asks gpt-5's batch requests for 24-hour retention: the rule holds across
+    rounds at the same cache prices, so batch is half of standard, as flex is."""
+    default = report(dataset, provider_settings("openai", model="gpt-5")).estimate
+    assert provider_settings("openai").prompt_cache_retention == "auto"
+    standard, flex, batch = (default.tiers[t] for t in ("standard", "flex", "batch"))
+    assert standard is not None and flex is not None and batch is not None
+    assert batch == pytest.approx(standard / 2) and batch == pytest.approx(flex)
+    lost = report(dataset, GPT5).estimate.tiers["batch"]
+    assert lost is not None and batch < lost
+    words = "batch: 24-hour cache retention outlives the rounds (provider.prompt_cache_retention=auto)"
+    assert words in default.render_tiers()[0]
+    # A model OpenAI keeps no 24-hour cache for gets nothing under auto: its cache expires.
+    mini = report(dataset, provider_settings("openai", model="gpt-5-mini")).estimate
+    assert "the prompt cache expires between rounds" in mini.render_tiers()[0]
 
 
 def test_anthropic_batch_follows_the_cache_ttl(dataset: tuple[Path, list[Item]]) -> None:
