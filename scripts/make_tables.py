@@ -74,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     report = write_report(records, args.out, published=args.published)
     print(to_markdown(report.table))
-    print("Cost per item and failed items (no scored answer) per cell:\n")
+    print(
+        "Cost per item and failed items (no scored answer) per cell, then calls and cost per billing tier:\n"
+    )
     print(cost_markdown(report.table))
     if report.table.superseded:
         print(f"({report.table.superseded} older run(s) of the same row and task replaced by the newest)")

@@ -11,7 +11,8 @@ from giant import pages
 from giant.compare.pairs import Comparison, Flip, PairResult
 from giant.pages import Link
 from giant.tracking.published import TASK_TITLES
-from giant.tracking.tables import MISSING, latex_escape
+from giant.tracking.tables.formats import latex_escape
+from giant.tracking.tables.rows import MISSING
 
 ANSWER_CHARS = 160  # answers and questions are shortened in the tables; the trajectory page has them whole
 PAIR_HEADER = [  # comparison.csv: fractions, not percent

@@ -7,9 +7,12 @@ which is which, and every rendered comparison carries that caveat.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
+from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
 
 from giant.agent.modes import find_mode
 
@@ -22,6 +25,7 @@ TASK_TITLES: dict[str, str] = {
     "tcga_expert_vqa": "ExpertVQA",
 }
 PUBLISHED_MODEL = "gpt-5"
+ABLATIONS_FILE = Path(__file__).with_name("published_tools.yaml")
 CAVEAT = (
     "Published numbers are GPT-5 (Table 1 of arXiv 2511.19652); only the ExpertVQA figures of GIANT x5, "
     "TITAN and SlideChat are confirmed by the abstract, the rest are as quoted by a third-party "
@@ -80,19 +84,32 @@ TABLE1: tuple[PublishedRow, ...] = (
     ),
 )
 
-# Paper Table 3: GIANT x1 without -> with the CONCH tool, percent (point values; no std quoted).
-CONCH_ABLATION: dict[str, tuple[float, float]] = {
-    "tcga": (32.3, 22.0),
-    "gtex": (53.7, 63.8),
-    "panda": (23.2, 25.5),
-    "tcga_slidebench": (58.9, 54.3),
-    "tcga_expert_vqa": (57.0, 60.9),
-}
-CONCH_BASE = "GIANT x1 (T=20, S=1000)"  # the Table 1 row the tool was added to
-CONCH_ROW = PublishedRow(
-    method="GIANT x1 + CONCH (T=20, S=1000)",
-    cells={task: Cell(mean=with_tool, std=None) for task, (_, with_tool) in CONCH_ABLATION.items()},
-)
+
+class ToolAblation(BaseModel):
+    """A published tool ablation (paper Table 3): the Table 1 row the tool was added to (`base`),
+    without and with the tool, per task in percent (point values; no std quoted)."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+    tool: str  # the tool's registered name, as agent.tools carries it
+    base: str
+    method: str  # the published row of a run with the tool
+    title: str  # the heading of the published table
+    columns: tuple[str, str]  # the method names without and with the tool
+    without: dict[str, float]
+    with_tool: dict[str, float] = Field(alias="with")
+
+    @property
+    def row(self) -> PublishedRow:
+        return PublishedRow(
+            method=self.method, cells={task: Cell(mean=v, std=None) for task, v in self.with_tool.items()}
+        )
+
+
+@functools.cache
+def tool_ablations() -> dict[str, ToolAblation]:
+    """The published tool ablations by tool name, from published_tools.yaml beside this module."""
+    data = yaml.safe_load(ABLATIONS_FILE.read_text(encoding="utf-8")) or {}
+    return {name: ToolAblation.model_validate({"tool": name, **entry}) for name, entry in data.items()}
 
 
 def published_row_for(
@@ -104,6 +121,7 @@ def published_row_for(
     run's agent settings by name (max_steps, crop_size, thumbnail_size, ...)."""
     mode = find_mode(agent_mode)
     method = mode.published_method(runs_per_item, settings) if mode is not None else None
-    if tools:  # only GIANT x1 was published with a tool: the "+ CONCH" row of Table 3
-        return CONCH_ROW if tools == ("conch",) and method == CONCH_BASE else None
+    if tools:  # a run with one tool: the published ablation of that tool on the same Table 1 row
+        ablation = tool_ablations().get(tools[0]) if len(tools) == 1 else None
+        return ablation.row if ablation is not None and method == ablation.base else None
     return next((row for row in TABLE1 if row.method == method), None)

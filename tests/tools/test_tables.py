@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from giant.tracking.published import CONCH_ABLATION
+from giant.tracking.published import tool_ablations
 from giant.tracking.tables import RunRecord, build_table, comparison_markdown
 
 
@@ -35,7 +35,8 @@ def test_a_conch_run_gets_the_plus_conch_row_and_table_3() -> None:
     base = "| paper: GIANT x1 (T=20, S=1000) | gpt-5 | 32.3 ± 3.5 | 53.7 ± 3.4 | 23.2 ± 2.3 | 58.9 ± 3.5 |"
     assert base + " 57.0 ± 4.5 |" in lines  # the run without the tool keeps its Table 1 row
     assert "| GIANT x1 + CONCH | 22.0 | 63.8 | 25.5 | 54.3 | 60.9 |" in lines  # the published Table 3
-    assert CONCH_ABLATION["gtex"] == (53.7, 63.8)
+    ablation = tool_ablations()["conch"]  # published rows are data keyed by the tool's registered name
+    assert (ablation.without["gtex"], ablation.with_tool["gtex"]) == (53.7, 63.8)
 
 
 def test_a_conch_run_at_other_settings_has_no_published_row() -> None:

@@ -49,6 +49,7 @@ def log_job(
     n_items: int | None = None,
     n_scored: int | None = None,
     cost: float | None = None,
+    extra: dict[str, float] | None = None,
 ) -> str:
     """One job run as scripts/run_eval.py logs it (explicit start times: the newest run wins a cell)."""
     client = mlflow.MlflowClient()
@@ -71,6 +72,7 @@ def log_job(
         metrics.update(metric_ci_low=ci[0], metric_ci_high=ci[1])
     optional = {"n_items": n_items, "n_scored": n_scored, "cost_per_item_usd": cost}
     metrics.update({name: value for name, value in optional.items() if value is not None})
+    metrics.update(extra or {})
     for name, value in metrics.items():
         client.log_metric(run.info.run_id, name, value)
     if thumb is not None:
@@ -245,6 +247,26 @@ def test_cost_per_item_and_failed_items_per_cell(mlflow_store: tuple[str, str]) 
     )
     assert rows["gtex"]["cost_per_item_usd"] == "" and rows["panda"]["failed"] == ""
     assert rows["tcga"]["mean"] == "30.0" and rows["tcga"]["run_id"]
+
+
+def test_calls_and_cost_per_billing_tier(mlflow_store: tuple[str, str]) -> None:
+    """The cost table splits each cell's paid calls and dollars into standard, flex and batch (the
+    run's calls_paid, calls_flex, calls_batch, cost_usd, cost_flex_usd, cost_batch_usd)."""
+    _, exp = mlflow_store
+    tiers = {"calls_paid": 10, "calls_flex": 6, "calls_batch": 1, "cost_usd": 0.5}
+    tiers |= {"cost_flex_usd": 0.2, "cost_batch_usd": 0.05}
+    log_job(exp, task="tcga", mean=0.3, std=0.03, n_items=5, n_scored=5, cost=0.1, extra=tiers)
+    log_job(exp, task="gtex", mean=0.5, std=0.03)  # logged before the tier metrics existed
+    table = build_table(load_runs())
+    text = cost_markdown(table)
+    assert "| method | model | task | calls standard | calls flex | calls batch | cost standard |" in text
+    assert "| giant | gpt-5 | TCGA | 3 | 6 | 1 | $0.2500 | $0.2000 | $0.0500 |" in text
+    assert "GTEx |" not in text.split("billing tier")[1]  # no split logged: no line
+    rows = {r["task"]: r for r in csv.DictReader(io.StringIO(cells_csv(table)))}
+    tcga = [rows["tcga"][c] for c in ("calls_standard", "calls_flex", "calls_batch")]
+    assert tcga == ["3", "6", "1"]
+    assert (rows["tcga"]["cost_standard_usd"], rows["tcga"]["cost_batch_usd"]) == ("0.25", "0.05")
+    assert rows["gtex"]["calls_flex"] == "" and rows["gtex"]["cost_standard_usd"] == ""
 
 
 def test_published_value_inside_or_outside_our_interval(mlflow_store: tuple[str, str]) -> None:
