@@ -18,7 +18,7 @@ from giant.eval.scoring import outcome_fields, score_answers
 from giant.eval.scoring_settings import ScoringSettings
 from giant.eval.summarize import summarize
 from giant.record import UNPARSEABLE, ResultRecord
-from giant.record.summary import Summary
+from giant.record.summary import Summary, Totals
 
 ANSWERED = "answered"
 
@@ -79,5 +79,5 @@ def rescore_summary(
         incomplete_reason=source.incomplete_reason,
         dataset_defects=source.dataset_defects,
     )
-    timing = {"wall_s": source.totals.wall_s, "items_per_hour": source.totals.items_per_hour}
+    timing = source.totals.model_dump(include=set(Totals.TIMED))
     return summary.model_copy(update={"totals": summary.totals.model_copy(update=timing)})

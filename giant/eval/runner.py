@@ -33,6 +33,7 @@ from giant.data.slides import Located, SlideLocation, locate_all
 from giant.errors import ConfigError
 from giant.eval.budget import CallPricer, RunBudget
 from giant.eval.causes import FIXES, CircuitBreaker, Halt, trajectory_cause
+from giant.eval.gpu_cost import GpuRate, earlier_active_s
 from giant.eval.limits import RunLimits
 from giant.eval.progress import Progress
 from giant.eval.provenance import build_provenance
@@ -128,6 +129,7 @@ async def run_eval(
     ledger: Ledger | None = None,
     located: dict[str, Located] | None = None,
     tools: Mapping[str, Tool[Any, Any, Any]] | None = None,
+    gpu: GpuRate | None = None,
 ) -> Summary:
     """Run every pending item-run, write results.jsonl, trajectories/ and summary.json in `out_dir`.
 
@@ -139,6 +141,7 @@ async def run_eval(
     `ledger` is where the provider keeps its paid calls: the trajectories' images are linked to its.
     `tools` are the run's loaded tools (giant.tools.load_tools), handed to every episode.
     `located` is every item's slide as giant.data.slides.locate_all found it (found again if None).
+    `gpu` is what the server's GPUs cost an hour, if priced: the run's cost is then its active time.
 
     A fatal provider answer (key, model name, quota) or a streak of `run.breaker_after` item-runs that
     failed outside the model (giant.eval.causes) halts the run: no new item or call starts, and the
@@ -160,6 +163,7 @@ async def run_eval(
         done = {}
 
     started = time.perf_counter()
+    earlier_s = earlier_active_s(resume_from)  # read before this invocation writes its own summary
     if located is None:
         located = await asyncio.to_thread(locate_all, wsi_root, items)  # once per item, off the event loop
     slides = {key: loc.path if isinstance(loc, SlideLocation) else loc for key, loc in located.items()}
@@ -247,6 +251,8 @@ async def run_eval(
                 provenance=build_provenance(config_hash, dataset_hash, located.values()),
                 wall_s=time.perf_counter() - started,
                 ran=progress.ran,
+                earlier_s=earlier_s,
+                gpu=gpu,
                 incomplete_reason=reason,
                 setup_failure=halt.reason,
                 stop_cause=halt.cause,

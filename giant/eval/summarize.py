@@ -17,6 +17,7 @@ from giant.core import Item
 from giant.data.defects import Defect
 from giant.eval.bootstrap import bootstrap
 from giant.eval.causes import record_cause
+from giant.eval.gpu_cost import GpuRate
 from giant.eval.metrics import accuracy, balanced_accuracy, score
 from giant.eval.progress import is_failure
 from giant.eval.scoring_settings import ScoringSettings
@@ -41,12 +42,16 @@ def summarize(
     provenance: Provenance,
     wall_s: float = 0.0,
     ran: int = 0,
+    earlier_s: float = 0.0,
+    gpu: GpuRate | None = None,
     incomplete_reason: str = "",
     setup_failure: str = "",
     stop_cause: str | None = None,
     dataset_defects: Sequence[Defect] = (),
 ) -> Summary:
     """`ran` is how many item-runs this invocation executed (for items_per_hour over `wall_s`);
+    `earlier_s` the active seconds of the invocations this one resumes; `gpu` the server's GPU price,
+    which then makes the run's cost (giant.eval.gpu_cost);
     `setup_failure` why the runner halted (giant.eval.causes), if it did; `dataset_defects` the
     loader's report on the items, recorded as it is."""
     slots = {(item.key, k) for item in items for k in range(runs_per_item)}
@@ -93,7 +98,7 @@ def summarize(
         extraction_methods=dict(Counter(record.method for record in runs if record.method)),
         tie_rule=scoring.tie_rule,
         panda_null_as_zero=scoring.panda_null_as_zero,
-        totals=_totals(runs, wall_s, ran),
+        totals=_totals(runs, wall_s, ran, earlier_s + wall_s, gpu),
         provenance=provenance,
         dataset_defects=list(dataset_defects),
     )
@@ -134,17 +139,29 @@ def _bootstrap(
     return bootstrap(truth, pred, metric_name, replicates=replicates, seed=seed)
 
 
-def _totals(runs: list[ResultRecord], wall_s: float, ran: int) -> Totals:
+def _totals(
+    runs: list[ResultRecord], wall_s: float, ran: int, active_s: float, gpu: GpuRate | None
+) -> Totals:
+    """The counts over all records; the rates over the run's active time. A priced GPU is the cost
+    of a self-hosted run: its server bills no tokens, so the calls' own dollars are not added."""
     episodes = [record for record in runs if record.calls]
     costs = [record.dollars for record in runs]
+    tokens = TokenCounts.summed(runs)
+    calls = sum(r.calls for r in runs)
+    dollars = None if any(cost is None for cost in costs) else sum(c or 0.0 for c in costs)
+    gpu_cost = gpu.cost(active_s) if gpu is not None else None
     return Totals(
-        **TokenCounts.summed(runs),
-        cost_usd=None if any(cost is None for cost in costs) else sum(c or 0.0 for c in costs),
-        calls=sum(r.calls for r in runs),
+        **tokens,
+        cost_usd=gpu_cost if gpu_cost is not None else dollars,
+        calls=calls,
         crops=sum(r.crops for r in runs),
         steps_mean=statistics.fmean(r.steps for r in episodes) if episodes else 0.0,
         steps_max=max((r.steps for r in episodes), default=0),
         crops_per_item=statistics.fmean(r.crops for r in episodes) if episodes else 0.0,
         wall_s=wall_s,
         items_per_hour=ran * 3600.0 / wall_s if wall_s > 0 else 0.0,
+        active_s=active_s,
+        gpu_cost_usd=gpu_cost,
+        output_tokens_per_s=tokens["output_tokens"] / active_s if active_s > 0 else 0.0,
+        calls_per_min=calls * 60.0 / active_s if active_s > 0 else 0.0,
     )

@@ -162,6 +162,10 @@ class OpenAICompatibleSettings(SdkSettings):
         Literal["auto", "qwen2_vl", "qwen3_vl", "internvl", "gemma3", "llama4", "openai_high_detail"]
     ]
     max_model_len: Operational[int | None] = Field(ge=1)  # the model's context; None: asked of the server
+    # What an hour of one GPU costs (cloud rent, or your cluster's internal rate): the run's cost is
+    # then its active wall time x gpus x this (giant.eval.gpu_cost). None: the cost stays unknown.
+    gpu_hour_usd: Operational[float | None] = Field(ge=0)
+    gpus: Operational[int] = Field(ge=1)  # the GPUs the server holds (vllm serve --tensor-parallel-size)
 
 
 class RandomSettings(ProviderSettings):

@@ -49,6 +49,7 @@ _NOT_IN_KEY = frozenset(
     | {"batch", "batch_max_requests", "batch_max_mb", "batch_wait_s", "batch_poll_s", "cache_ttl"}
     | {"prompt_cache_retention"}  # how long the prefix cache lives, like cache_ttl
     | {"preflight", "image_tokens", "max_model_len"}  # a self-hosted server's checks and planning
+    | {"gpu_hour_usd", "gpus"}  # what its GPU time costs
 )
 # Wire fields of the same kind: what the request asks of billing, not of the model.
 _WIRE_NOT_IN_KEY = frozenset({"service_tier", "prompt_cache_retention"})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import BaseModel, Field, computed_field
 
 from giant.data.defects import Defect
@@ -27,8 +29,19 @@ class Totals(TokenCounts):
     steps_mean: float = 0.0
     steps_max: int = 0
     crops_per_item: float = 0.0
-    wall_s: float = 0.0
+    wall_s: float = 0.0  # this invocation's
     items_per_hour: float = 0.0
+    # Over all invocations of the run (a resumed run adds the earlier ones), as the counts above are:
+    active_s: float = 0.0  # the run's wall time, the GPU time of a self-hosted server (giant.eval.gpu_cost)
+    gpu_cost_usd: float | None = None  # active_s x provider.gpus x provider.gpu_hour_usd; None: not priced
+    output_tokens_per_s: float = 0.0  # output tokens over active_s: the server's throughput as the run saw it
+    calls_per_min: float = 0.0
+    # What the run's time gave (and, with a GPU price, its cost): a re-score, which runs nothing again,
+    # keeps these from the summary it re-scores.
+    TIMED: ClassVar[frozenset[str]] = frozenset(
+        {"wall_s", "items_per_hour", "active_s", "gpu_cost_usd", "output_tokens_per_s", "calls_per_min"}
+        | {"cost_usd"}  # the calls' dollars are unchanged, and a GPU cost is a cost of time
+    )
 
     @property
     def cache_hit_ratio(self) -> float:

@@ -13,6 +13,7 @@ from typing import Any
 from giant import pages
 from giant.pages import Link
 from giant.record import SKIPPED, TRAJECTORIES_DIR, ResultRecord
+from giant.record.summary import Totals
 from giant.report import costs, labels, navigation, taxonomy
 from giant.report.facts import ItemRun, JobFacts, gather
 from giant.tools import TOOLS
@@ -62,6 +63,13 @@ def _money(value: float | None, digits: int = 4) -> str:
     return "unknown" if value is None else f"${value:.{digits}f}"
 
 
+def _cost(totals: Totals) -> str:
+    """The run's dollars; a self-hosted run's are its GPU time, said so."""
+    if totals.gpu_cost_usd is None:
+        return _money(totals.cost_usd)
+    return f"{_money(totals.gpu_cost_usd)} of GPU time ({totals.active_s / 3600:.2f} h of run)"
+
+
 def _num(value: float | None, fmt: str = ".3g") -> str:
     return "unknown" if value is None else format(value, fmt)
 
@@ -106,7 +114,12 @@ def _header(facts: JobFacts) -> Rows:
                 f", n={summary.n_items}",
             ),
             ("complete", "yes" if summary.complete else f"no: {summary.incomplete_reason}"),
-            ("cost", _money(summary.totals.cost_usd)),
+            ("cost", _cost(summary.totals)),
+            (
+                "throughput",
+                f"{summary.totals.output_tokens_per_s:.1f} output tokens/s, "
+                f"{summary.totals.calls_per_min:.1f} calls/min over {summary.totals.active_s:.0f} s",
+            ),
         ]
     rows.append(("written", datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")))
     return rows

@@ -180,6 +180,10 @@ def summary_metrics(summary: Summary) -> dict[str, float]:
         "cost_replayed_usd": totals.replayed_cost_usd,
         "wall_s": totals.wall_s,
         "items_per_hour": totals.items_per_hour,
+        "active_s": totals.active_s,
+        "gpu_cost_usd": totals.gpu_cost_usd,
+        "output_tokens_per_s": totals.output_tokens_per_s,
+        "calls_per_min": totals.calls_per_min,
         "per_run_mean": summary.per_run_mean,
         "per_run_std": summary.per_run_std,
     }

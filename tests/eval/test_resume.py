@@ -12,7 +12,7 @@ from giant.agent.modes import parse_agent
 from giant.errors import ConfigError
 from giant.eval.resume import RETRYABLE, ResumeIndex, carry_over, run_key
 from giant.record import RESULTS_FILE, ResultRecord, ResultsWriter, read_results
-from giant.record.summary import Summary
+from giant.record.summary import Summary, Totals
 from tests.eval.runner_fixtures import (
     SLIDES,
     CountingProvider,
@@ -30,7 +30,8 @@ def counting_random() -> CountingProvider:
 
 def comparable(summary: Summary) -> dict:
     """Everything but the clock (and the commit, which a concurrent commit may move)."""
-    return summary.model_dump(exclude={"totals": {"wall_s", "items_per_hour"}, "provenance": {"git_commit"}})
+    clock = set(Totals.TIMED - {"cost_usd"})
+    return summary.model_dump(exclude={"totals": clock, "provenance": {"git_commit"}})
 
 
 async def _killed_after(n: int, items: list, wsi_root: Path, provider: GatedProvider, out_dir: Path) -> None:
