@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # Hydra's override parser is imported where used: it is slow 
 
 # The config groups a user picks on the command line (`provider=anthropic`); checked up front so an
 # unknown option is one line instead of Hydra's multi-line report.
-GROUPS = ("provider", "dataset", "agent", "tracking", "launcher", "experiment", "tools")
+GROUPS = ("provider", "dataset", "agent", "tracking", "launcher", "experiment", "tools", "server")
 
 if not OmegaConf.has_resolver("giant_root"):
     # conf/config.yaml hangs its default paths off the project root, not the working directory.

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from hydra.conf import HydraConf
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from giant.config import RunSettings
 from giant.core import Item
@@ -27,6 +27,7 @@ from giant.tracking.names import OUTPUT_DIR_TAG, OVERRIDES_TAG
 
 if TYPE_CHECKING:  # imported where used: a dry run never loads MLflow
     from giant.data.slides import Located
+    from giant.llm.serve import ServerSettings
     from giant.tracking.mlflow_logger import JobRun
 
 log = logging.getLogger(__name__)
@@ -96,8 +97,35 @@ def select_items(items: Sequence[Item], *, limit: int | None, item_ids: Sequence
 
 
 def run_job(cfg: DictConfig) -> float | None:
-    """Run one job in Hydra's job directory; returns the main metric (None for a dry run)."""
-    settings = RunSettings.from_config(cfg)
+    """Run one job in Hydra's job directory; returns the main metric (None for a dry run). With
+    `server=...` the job first starts its own model server and stops it when it ends."""
+    server = _server(cfg)
+    settings = RunSettings.from_config(cfg)  # checked whole before a server starts
+    if server is None or settings.run.dry_run:
+        return _run(settings)
+    from giant.llm.serve import served
+
+    with served(server, settings.provider.model, Path(HydraConfig.get().runtime.output_dir)):
+        return _run(settings)
+
+
+def _server(cfg: DictConfig) -> ServerSettings | None:
+    """The job's own server (conf/server/), on a port, with provider.base_url pointed at it."""
+    if cfg.get("server") is None:
+        return None
+    from giant.llm.serve import ServerSettings
+
+    if cfg.provider.get("name") != "openai_compatible":
+        raise ConfigError(
+            f"server=... serves provider=openai_compatible, not provider={cfg.provider.get('name')}; "
+            "add provider=openai_compatible"
+        )
+    server = ServerSettings.from_data(OmegaConf.to_container(cfg.server, resolve=True)).on_a_port()
+    cfg.provider.base_url = server.base_url
+    return server
+
+
+def _run(settings: RunSettings) -> float | None:
     if not settings.run.dry_run:  # a dry run calls no provider: no key needed to estimate cost
         from giant.llm.factory import check_credentials
 
@@ -113,6 +141,7 @@ def run_job(cfg: DictConfig) -> float | None:
         _dry_run(settings, data, out_dir)
         return None
 
+    from giant.eval.gpu_cost import GpuRate
     from giant.eval.resume import ResumeIndex, run_key
     from giant.eval.runner import run_eval
     from giant.llm.config import SdkSettings
@@ -162,6 +191,7 @@ def run_job(cfg: DictConfig) -> float | None:
                 ledger=ledger,
                 located=located,
                 tools=tools,
+                gpu=GpuRate.of(settings.provider),
             )
         )
         if stop.requested and not summary.complete:  # a stop after the last item changes nothing

@@ -134,13 +134,13 @@ def _handler(server: OpenServer) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serving(server: OpenServer) -> Iterator[str]:
-    """The server on a free loopback port; yields its base_url."""
-    http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(server))
+def serving(server: OpenServer, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+    """The server on `port` (0: a free loopback port); yields its base_url."""
+    http = ThreadingHTTPServer((host, port), _handler(server))
     thread = threading.Thread(target=http.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{http.server_address[1]}/v1"
+        yield f"http://{host}:{http.server_address[1]}/v1"
     finally:
         http.shutdown()
         http.server_close()
