@@ -154,7 +154,11 @@ class OpenAICompatibleSettings(SdkSettings):
     protocol: Method[Literal["structured"]]
     base_url: Operational[str] = Field(min_length=1)  # the server, e.g. http://127.0.0.1:8000/v1
     image_detail: Method[Literal["high", "low", "auto"]]
-    json_schema: Method[bool]  # the server supports response_format json_schema
+    # How the step schema reaches the server (giant.llm.openai_compatible): response_format (OpenAI's
+    # json_schema: vLLM, Ollama >= 0.5, llama.cpp), guided_json (vLLM before 0.12, as an extra body
+    # field) or none (the schema stated in the prompt, the JSON read from the text). Old configs' true
+    # and false read as response_format and none.
+    json_schema: Method[Literal["response_format", "guided_json", "none"]]
     # Ask the server before any item (giant.llm.preflight): the model is served and takes the images.
     preflight: Operational[bool]
     # Whose image-token rule plans the context (giant.llm.image_tokens.FAMILIES); auto: by model name.
@@ -166,6 +170,13 @@ class OpenAICompatibleSettings(SdkSettings):
     # then its active wall time x gpus x this (giant.eval.gpu_cost). None: the cost stays unknown.
     gpu_hour_usd: Operational[float | None] = Field(ge=0)
     gpus: Operational[int] = Field(ge=1)  # the GPUs the server holds (vllm serve --tensor-parallel-size)
+
+    @field_validator("json_schema", mode="before")
+    @classmethod
+    def _old_json_schema(cls, value: object) -> object:
+        if isinstance(value, bool):
+            return "response_format" if value else "none"
+        return value
 
 
 class RandomSettings(ProviderSettings):

@@ -165,6 +165,40 @@ def first_valid(
     raise ParseError(first_error or missing, raw_text=raw_text)
 
 
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+@dataclass(frozen=True)
+class Thought:
+    """A reply split at its reasoning block: the think text (None: there was none) and the rest."""
+
+    thinking: str | None
+    text: str
+
+
+def split_thinking(text: str) -> Thought:
+    """A reasoning model's `<think>...</think>` block taken out of a reply (Qwen3, QwQ, DeepSeek-R1
+    distills served without a reasoning parser), so nothing in it, a `{...}` least of all, is ever
+    read as the step. A block counts when the reply opens with `<think>`, or, where the chat template
+    already put `<think>` in the prompt (DeepSeek-R1), when the reply does not open with `{` and holds
+    a `</think>`; a reply that opens with its JSON is never touched. A `<think>` never closed (the
+    reply cut by max_tokens while thinking) is a ParseError saying so."""
+    body = text.lstrip()
+    if body.startswith(THINK_OPEN):
+        body = body[len(THINK_OPEN) :]
+        if THINK_CLOSE not in body:
+            raise ParseError(
+                f"the reply ended inside its unclosed {THINK_OPEN} block ({len(body.strip())} chars of "
+                "thinking, no step): the model ran out of tokens while reasoning; raise provider.max_tokens "
+                "or the server's context",
+                raw_text=text,
+            )
+    elif body.startswith("{") or THINK_CLOSE not in body:
+        return Thought(None, text)
+    thinking, _, rest = body.partition(THINK_CLOSE)
+    return Thought(thinking.strip(), rest)
+
+
 def step_value(data: Any, raw_text: str) -> Decoded[Step]:
     """A decoded object (or a tool input) as a validated step, nested JSON strings decoded first."""
     decoded: list[str] = []

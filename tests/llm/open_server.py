@@ -3,7 +3,10 @@
 Each flavour has its own `GET /v1/models` body and its own error bodies (the ones the servers send
 for an image limit, a context overflow and an unknown model). Chat calls crop once, then answer;
 the server can start refusing images or overflowing its context from a given chat call on, as a
-server restarted with other flags mid-run would. Every request is counted.
+server restarted with other flags mid-run would. Every request is counted and its body kept. A
+reasoning model's reply comes as it is served: `think` writes `<think>...</think>` (with a decoy step
+inside) before the JSON, as without a reasoning parser; `reasoning_field` puts the thinking beside
+`content` under that name, as vLLM's `--reasoning-parser` does.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from tests.llm.mock_api import chat_body, step_json
 
 CROP = {"type": "crop", "x": 0, "y": 0, "width": 400, "height": 400}
 ANSWER = {"type": "answer", "text": "1"}
+DECOY = {"type": "answer", "text": "4"}  # a valid step inside the think text, never to be taken
 
 
 @dataclass
@@ -30,7 +34,10 @@ class OpenServer:
     image_limit: int | None = None  # images one prompt may carry (None: any number)
     refuse_images_from: int = 1  # the chat call (1-based) from which image_limit applies
     context_from: int | None = None  # the chat call from which every prompt overflows the context
+    think: bool = False  # <think>...</think> before the JSON (a reasoning model, no reasoning parser)
+    reasoning_field: str | None = None  # reasoning_content | reasoning: the parser's field beside content
     requests: list[str] = field(default_factory=list)  # "GET /v1/models", "POST /v1/chat/completions"
+    bodies: list[dict[str, Any]] = field(default_factory=list)  # each chat request's JSON body
     chats: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -74,6 +81,7 @@ class OpenServer:
         with self.lock:
             self.chats += 1
             number = self.chats
+            self.bodies.append(body)
         if body["model"] not in self.models and self.flavour == "ollama":
             message = f'model "{body["model"]}" not found, try pulling it first'
             return 404, {"error": {"message": message, "type": "api_error", "param": None, "code": None}}
@@ -102,7 +110,12 @@ class OpenServer:
                 "the length of the messages or completion."
             )
         answered = sum(1 for message in body["messages"] if message["role"] == "assistant")
-        return 200, chat_body(step_json(CROP if answered == 0 else ANSWER))
+        text = step_json(CROP if answered == 0 else ANSWER)
+        thinking = f"The overview shows tissue; a step such as {step_json(DECOY)} would be wrong."
+        reply = chat_body(f"<think>\n{thinking}\n</think>\n\n{text}" if self.think else text)
+        if self.reasoning_field:
+            reply["choices"][0]["message"][self.reasoning_field] = thinking
+        return 200, reply
 
 
 def _handler(server: OpenServer) -> type[BaseHTTPRequestHandler]:

@@ -14,7 +14,7 @@ from giant.llm.types import CropAction, ParseError, RefusalError
 from tests.llm.mock_api import MockAPI, call, chat_body, messy_replies, step_json
 
 CFG = provider_settings("openai_compatible", model="qwen2.5-vl", base_url="http://127.0.0.1:9/v1")
-LOOSE = CFG.model_copy(update={"json_schema": False})
+LOOSE = CFG.model_copy(update={"json_schema": "none"})
 CROP = {"type": "crop", "x": 10, "y": 20, "width": 30, "height": 40}
 
 
