@@ -25,6 +25,7 @@ from pydantic import (
     Field,
     TypeAdapter,
     ValidationError,
+    field_serializer,
     field_validator,
     model_validator,
 )
@@ -47,26 +48,40 @@ class ProviderSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     implementation: ClassVar[str]  # "module:Class" of the provider, imported when it is built
 
-    name: Method[str]
-    model: Method[str] = Field(min_length=1)  # free-form: any model string the endpoint accepts
-    crop_size: Method[int | None] = Field(None, ge=1, le=4096)  # the conf layer's S (module docstring)
-    pricing_file: Operational[str]
+    name: Method[str] = Field(description="The provider; picking `provider=<name>` sets it.")
+    model: Method[str] = Field(min_length=1, description="The model, any name the endpoint accepts.")
+    crop_size: Method[int | None] = Field(
+        None, ge=1, le=4096, description="S for this provider's models; agent.crop_size interpolates it."
+    )
+    pricing_file: Operational[str] = Field(description="Prices per model in USD per million tokens.")
 
 
 class SdkSettings(ProviderSettings):
     """What the three providers behind an HTTP API share."""
 
-    protocol: Method[Literal["structured", "tools"]]
-    base_url: Operational[str | None]  # proxies, gateways, local servers
-    api_key_env: Operational[str | None]  # the environment variable holding the key
-    max_tokens: Method[int | None] = Field(ge=1)
-    temperature: Method[float | None]
+    protocol: Method[Literal["structured", "tools"]] = Field(
+        description="structured: one strict-JSON step per call; tools: the authors' slide_zoom tools."
+    )
+    base_url: Operational[str | None] = Field(
+        description="The API's address (a proxy, gateway or local server); null: the provider's own."
+    )
+    api_key_env: Operational[str | None] = Field(description="The environment variable holding the API key.")
+    max_tokens: Method[int | None] = Field(ge=1, description="Output token limit per call; null: the API's.")
+    temperature: Method[float | None] = Field(description="Sampling temperature; null sends none.")
     # Transient failures asked again (giant.llm.retry), the one layer.
-    max_retries: Operational[int] = Field(ge=0, le=10)
-    timeout_s: Operational[float | None] = Field(gt=0)  # None: chosen per provider (client_timeout_s)
-    rpm: Operational[int | None] = Field(ge=1)  # requests per minute, shared by all concurrent items
-    tpm: Operational[int | None] = Field(ge=1)  # tokens per minute (estimated per request)
-    prompt_caching: Method[bool]
+    max_retries: Operational[int] = Field(
+        ge=0, le=10, description="Retries of transient failures (rate limit, 5xx, connection), with backoff."
+    )
+    timeout_s: Operational[float | None] = Field(
+        gt=0, description="Seconds per request; null: 600 (900 under OpenAI flex)."
+    )
+    rpm: Operational[int | None] = Field(
+        ge=1, description="Requests per minute, shared by all concurrent items; null: no limit."
+    )
+    tpm: Operational[int | None] = Field(
+        ge=1, description="Tokens per minute (estimated per request); null: no limit."
+    )
+    prompt_caching: Method[bool] = Field(description="Use the provider's prompt cache.")
     key_required: ClassVar[bool] = True  # False: a local server may need no key
 
     def client_timeout_s(self) -> float:
@@ -82,11 +97,21 @@ class BatchedSettings(SdkSettings):
     """The providers with a batch API (openai, anthropic): `batch=true` sends every call through it,
     half price, replies within 24 h (giant.llm.batch gathers each step round into one batch)."""
 
-    batch: Operational[bool]
-    batch_max_requests: Operational[int] = Field(ge=1, le=100_000)  # a batch is submitted at this size
-    batch_max_mb: Operational[float] = Field(gt=0)  # or at this many MB of requests (the APIs' file limits)
-    batch_wait_s: Operational[float] = Field(gt=0)  # or this long after its first request was queued
-    batch_poll_s: Operational[float] = Field(gt=0)  # the first pause between polls; it grows tenfold
+    batch: Operational[bool] = Field(
+        description="true: every call goes through the batch API, half price, one batch per step round."
+    )
+    batch_max_requests: Operational[int] = Field(
+        ge=1, le=100_000, description="A batch is submitted once it holds this many requests."
+    )
+    batch_max_mb: Operational[float] = Field(
+        gt=0, description="Or once its requests reach this many MB (the APIs' file limits)."
+    )
+    batch_wait_s: Operational[float] = Field(
+        gt=0, description="Or this many seconds after its first request was queued."
+    )
+    batch_poll_s: Operational[float] = Field(
+        gt=0, description="The first pause between polls of a batch in flight; it grows tenfold."
+    )
 
     @model_validator(mode="after")
     def _one_discount(self) -> BatchedSettings:
@@ -100,18 +125,29 @@ class BatchedSettings(SdkSettings):
 
 class OpenAISettings(BatchedSettings):
     implementation = "giant.llm.openai_provider:OpenAIProvider"
-    name: Method[Literal["openai"]]
-    reasoning_effort: Method[str | None]  # None leaves it unset (and asks for no encrypted reasoning)
-    image_detail: Method[Literal["high", "low", "auto"]]
+    name: Method[Literal["openai"]] = Field(description="The provider; picking `provider=<name>` sets it.")
+    reasoning_effort: Method[str | None] = Field(
+        description="Reasoning effort, with encrypted reasoning re-sent in later steps; null: neither."
+    )
+    image_detail: Method[Literal["high", "low", "auto"]] = Field(description="The image detail level sent.")
     # The price tier, not the answer: the same model answers, slower and for half the price under flex.
-    service_tier: Operational[Literal["standard", "flex"]]
+    service_tier: Operational[Literal["standard", "flex"]] = Field(
+        description="standard, or flex: OpenAI flex processing, half price and slower."
+    )
     # Flex "resource unavailable" 429s asked again, apart from max_retries; then flex_fallback decides.
-    flex_retries: Operational[int] = Field(ge=0, le=100)
-    flex_fallback: Operational[Literal["wait", "standard"]]  # keep asking flex, or pay standard for the call
+    flex_retries: Operational[int] = Field(
+        ge=0, le=100, description="Retries of flex 'resource unavailable' 429s, apart from max_retries."
+    )
+    flex_fallback: Operational[Literal["wait", "standard"]] = Field(
+        description="After flex_retries: standard sends the call at the standard tier; wait keeps asking."
+    )
     # How long OpenAI keeps the prompt cache (the request's prompt_cache_retention): billing, not the
     # answer. None sends nothing (the server's default); auto sends "24h" in batch mode only, for a
     # model OpenAI extends retention for (giant.llm.caching.openai_retention); the others as given.
-    prompt_cache_retention: Operational[Literal["auto", "in_memory", "24h"] | None]
+    prompt_cache_retention: Operational[Literal["auto", "in_memory", "24h"] | None] = Field(
+        description="How long OpenAI keeps the prompt cache; auto: 24h in batch mode where the model "
+        "takes it; null: the server's default."
+    )
 
     def client_timeout_s(self) -> float:
         """timeout_s when set; else 10 minutes, or 15 under flex, whose replies wait longer."""
@@ -122,13 +158,19 @@ class OpenAISettings(BatchedSettings):
 
 class AnthropicSettings(BatchedSettings):
     implementation = "giant.llm.anthropic_provider:AnthropicProvider"
-    name: Method[Literal["anthropic"]]
-    max_tokens: Method[int] = Field(ge=1)  # the Messages API requires it
-    thinking_budget: Method[int | None] = Field(ge=1024)  # extended thinking; None disables it
+    name: Method[Literal["anthropic"]] = Field(description="The provider; picking `provider=<name>` sets it.")
+    max_tokens: Method[int] = Field(
+        ge=1, description="Output token limit per call (the Messages API requires one)."
+    )
+    thinking_budget: Method[int | None] = Field(
+        ge=1024, description="Extended thinking tokens, below max_tokens; null disables thinking."
+    )
     # The cache breakpoints' lifetime in batch mode, where rounds are minutes to hours apart and a
     # 5-minute entry is gone before the next round reads it; a 1-hour write costs 2x input, not 1.25x.
     # Synchronous calls follow each other within seconds and always write 5-minute entries.
-    cache_ttl: Operational[Literal["5m", "1h"]]
+    cache_ttl: Operational[Literal["5m", "1h"]] = Field(
+        description="Lifetime of the cache breakpoints in batch mode (1h outlives the pause between rounds)."
+    )
 
     @model_validator(mode="after")
     def _thinking_limits(self) -> AnthropicSettings:
@@ -150,26 +192,43 @@ class AnthropicSettings(BatchedSettings):
 class OpenAICompatibleSettings(SdkSettings):
     implementation = "giant.llm.openai_compatible:OpenAICompatibleProvider"
     key_required = False
-    name: Method[Literal["openai_compatible"]]
-    protocol: Method[Literal["structured"]]
-    base_url: Operational[str] = Field(min_length=1)  # the server, e.g. http://127.0.0.1:8000/v1
-    image_detail: Method[Literal["high", "low", "auto"]]
+    name: Method[Literal["openai_compatible"]] = Field(
+        description="The provider; picking `provider=<name>` sets it."
+    )
+    protocol: Method[Literal["structured"]] = Field(
+        description="structured (the only protocol it speaks): one strict-JSON step per call."
+    )
+    base_url: Operational[str] = Field(
+        min_length=1, description="The server's address, e.g. http://127.0.0.1:8000/v1 (required)."
+    )
+    image_detail: Method[Literal["high", "low", "auto"]] = Field(description="The image detail level sent.")
     # How the step schema reaches the server (giant.llm.openai_compatible): response_format (OpenAI's
     # json_schema: vLLM, Ollama >= 0.5, llama.cpp), guided_json (vLLM before 0.12, as an extra body
     # field) or none (the schema stated in the prompt, the JSON read from the text). Old configs' true
     # and false read as response_format and none.
-    json_schema: Method[Literal["response_format", "guided_json", "none"]]
+    json_schema: Method[Literal["response_format", "guided_json", "none"]] = Field(
+        description="How the step schema is enforced: response_format, guided_json (vLLM < 0.12) or "
+        "none (the JSON read from the text)."
+    )
     # Ask the server before any item (giant.llm.preflight): the model is served and takes the images.
-    preflight: Operational[bool]
+    preflight: Operational[bool] = Field(
+        description="Before any item, check that the server serves the model and takes the agent's images."
+    )
     # Whose image-token rule plans the context (giant.llm.image_tokens.FAMILIES); auto: by model name.
     image_tokens: Operational[
         Literal["auto", "qwen2_vl", "qwen3_vl", "internvl", "gemma3", "llama4", "openai_high_detail"]
-    ]
-    max_model_len: Operational[int | None] = Field(ge=1)  # the model's context; None: asked of the server
+    ] = Field(description="The image-token rule used to plan the context; auto: from the model name.")
+    max_model_len: Operational[int | None] = Field(
+        ge=1, description="The model's context in tokens; null: read from the server's /v1/models."
+    )
     # What an hour of one GPU costs (cloud rent, or your cluster's internal rate): the run's cost is
     # then its active wall time x gpus x this (giant.eval.gpu_cost). None: the cost stays unknown.
-    gpu_hour_usd: Operational[float | None] = Field(ge=0)
-    gpus: Operational[int] = Field(ge=1)  # the GPUs the server holds (vllm serve --tensor-parallel-size)
+    gpu_hour_usd: Operational[float | None] = Field(
+        ge=0, description="Dollars per GPU-hour: cost = wall time x gpus x this; null: cost unknown."
+    )
+    gpus: Operational[int] = Field(
+        ge=1, description="GPUs the server runs on (vllm serve --tensor-parallel-size N: gpus=N)."
+    )
 
     @field_validator("json_schema", mode="before")
     @classmethod
@@ -178,17 +237,24 @@ class OpenAICompatibleSettings(SdkSettings):
             return "response_format" if value else "none"
         return value
 
+    @field_serializer("json_schema")
+    def _recorded_json_schema(self, value: str) -> bool | str:
+        """Recorded as it was before the choice existed (true / false), so the run key and the ledger
+        keys of calls paid then still match and their replies replay free."""
+        return {"response_format": True, "none": False}.get(value, value)
+
 
 class RandomSettings(ProviderSettings):
     implementation = "giant.llm.random_provider:RandomProvider"
-    name: Method[Literal["random"]]
-    seed: Method[int]
+    name: Method[Literal["random"]] = Field(description="The provider; picking `provider=<name>` sets it.")
+    seed: Method[int] = Field(description="Seed of the random crops and answers (the run's seed).")
 
 
 class ScriptedSettings(ProviderSettings):
     implementation = "giant.llm.scripted:ScriptedProvider"
-    name: Method[Literal["scripted"]]
-    script: Method[str]  # a JSONL of model outputs, one line per call (the YAML ships null: required)
+    name: Method[Literal["scripted"]] = Field(description="The provider; picking `provider=<name>` sets it.")
+    # The YAML ships null: required.
+    script: Method[str] = Field(description="A JSONL file of model outputs, one line per call (required).")
 
     @field_validator("script", mode="before")
     @classmethod

@@ -252,3 +252,14 @@ def test_the_context_the_preflight_read_caps_the_run_as_the_setting_does() -> No
 
         asyncio.run(go())
     assert 0 < server.bodies[0]["max_tokens"] < 1024
+
+
+@pytest.mark.parametrize(("old", "new"), [(True, "response_format"), (False, "none")])
+def test_the_choice_is_recorded_as_the_old_boolean_so_paid_calls_still_replay(old: bool, new: str) -> None:
+    """The run key and the ledger key hash the settings' dump: a config written before the choice
+    existed and the same config written today must hash alike, or every paid reply is paid again."""
+    before, today = settings(json_schema=old), settings(json_schema=new)
+    assert today.json_schema == new
+    assert today.model_dump(mode="json") == before.model_dump(mode="json")
+    assert today.model_dump(mode="json")["json_schema"] is old
+    assert settings(json_schema="guided_json").model_dump(mode="json")["json_schema"] == "guided_json"
