@@ -27,13 +27,13 @@ from typing import Any
 import torch
 
 from giant.core import Box
-from giant.tools.action import central_square
 from giant.tools.conch.load import load_conch
 from giant.tools.conch.model import CocaEncoder, randomise
 from giant.tools.conch.scorer import ConchScorer
+from giant.tools.conch.settings import ConchSettings
 from giant.tools.conch.spec import CONCH
 from giant.tools.conch.tokenize import HashTokenizer
-from giant.tools.settings import ConchSettings
+from giant.tools.conch.tool import central_square
 from giant.wsi.slide import Slide
 from giant.wsi.synthetic import write_synthetic_slide
 

@@ -3,7 +3,7 @@ resized to the model's input size (bicubic), the central square cut out, scaled 
 normalised with the model's colour mean and standard deviation.
 
 The agent already reads the region's central square from the slide at the input size
-(giant.tools.action), so for it the resize and the crop leave the pixels untouched; they matter for
+(giant.tools.conch.tool.central_square), so for it the resize and the crop leave the pixels untouched; they matter for
 images from elsewhere (the benchmark, a user's own tile).
 """
 
