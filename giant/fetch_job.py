@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from giant.atomic import write_atomic
 from giant.config import RunSettings, one_line, resolve
 from giant.data.fetch.plan import build_plan
 from giant.data.fetch.run import http_client, run_plan
@@ -20,6 +22,7 @@ from giant.errors import ConfigError
 from giant.job import load_data
 
 EXIT_OK, EXIT_INCOMPLETE = 0, 1
+CHECK_FILE = "slide_check.json"  # every row of a check, in the check's Hydra output folder
 
 
 class FetchOptions(BaseModel):
@@ -27,7 +30,10 @@ class FetchOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     fetch: FetchSettings
-    check: bool
+    check: bool = Field(
+        description="Fetch nothing: open every slide with OpenSlide and print the check table (exit 1 if any "
+        "is missing)."
+    )
 
 
 def fetch_job(cfg: DictConfig) -> int:
@@ -39,7 +45,9 @@ def fetch_job(cfg: DictConfig) -> int:
         from giant.data.check import check_slides  # late: OpenSlide only when checking
 
         checked = check_slides(data.items, data.wsi_root)
-        print(checked.render())
+        saved = Path(HydraConfig.get().runtime.output_dir) / CHECK_FILE
+        write_atomic(saved, checked.model_dump_json(indent=1).encode())
+        print(checked.render(saved))
         return EXIT_OK if checked.ok else EXIT_INCOMPLETE
     with http_client(options.fetch) as client:
         plan = build_plan(data.items, data.wsi_root, client, options.fetch)

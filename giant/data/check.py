@@ -54,8 +54,10 @@ class CheckReport(BaseModel):
     def by_key(self) -> dict[str, SlideRow]:
         return {key: row for row in self.slides for key in row.keys}
 
-    def render(self) -> str:
-        """Per task: slides, present, missing, unreadable, layouts, bytes; then the problems."""
+    def render(self, saved: Path | None = None) -> str:
+        """Per task: slides, present, missing, unreadable, layouts, bytes; then the problems (a long
+        list cut short, pointing at `saved`, the JSON file that keeps every row)."""
+        rest = f"all of them in {saved}" if saved else "all of them in the JSON of CheckReport"
         checked = "opened with OpenSlide" if self.opened else "presence only, not opened"
         lines = [f"slides under {self.wsi_root} ({checked})"]
         header = ("task", "slides", "present", "missing", "unreadable", "bytes", "layouts")
@@ -73,14 +75,14 @@ class CheckReport(BaseModel):
             for row in self.slides
             if row.status != "present"
         ]
-        lines += first_lines(problems, "see the JSON report")
+        lines += first_lines(problems, rest)
         duplicates = [
             f"  duplicate {row.image_path}: using {row.path} ({row.layout}), also at "
             + ", ".join(map(str, row.duplicates))
             for row in self.slides
             if row.duplicates
         ]
-        lines += first_lines(duplicates, "see the JSON report")
+        lines += first_lines(duplicates, rest)
         lines.append("all slides present and readable" if self.ok else "NOT ready: see the lines above")
         return "\n".join(lines)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -91,6 +92,11 @@ def test_dry_run_then_fetch_then_check(stub: Stub, csv_path: Path, tmp_path: Pat
     (root / SLIDE_B).unlink()
     missing = run_fetch(*common, "check=true", tmp=tmp_path)
     assert missing.returncode == 1 and SLIDE_B in missing.stdout
+    # every row of the check is kept beside the run as JSON, whatever the screen cut short
+    saved = sorted((tmp_path / "outputs").rglob("slide_check.json"))
+    assert len(saved) == 2
+    rows = json.loads(saved[-1].read_text())["slides"]
+    assert sorted(row["status"] for row in rows) == ["missing", "present", "present"]
 
 
 @pytest.mark.slow
