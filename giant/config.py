@@ -40,18 +40,40 @@ if not OmegaConf.has_resolver("giant_root"):
     # conf/config.yaml hangs its default paths off the project root, not the working directory.
     OmegaConf.register_new_resolver("giant_root", lambda: str(PROJECT_ROOT))
 
+# The `tools` option conf/config.yaml and conf/ask.yaml compose: every tool's settings file.
+EVERY_TOOL = "all"
+
+
+def compose_every_tool(conf_dir: Path = CONF_DIR) -> None:
+    """Offer the option `tools: all` (Hydra's ConfigStore), whose defaults list is every
+    conf/tools/<name>.yaml, each at `tools.<name>`: a defaults list cannot glob a folder, and this way a
+    new tool's file is composed without naming it anywhere else. Registered when this module is
+    imported, before any entrypoint or test composes; the entry configs name no tool."""
+    from hydra.core.config_store import ConfigStore
+
+    names = [name for name in group_options("tools", conf_dir) if name != EVERY_TOOL]
+    node = {"defaults": [*(f"{name}@{name}" for name in names), "_self_"]}
+    ConfigStore.instance().store(group="tools", name=EVERY_TOOL, node=node)
+
+
+compose_every_tool()
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
 class PathSettings(_Strict):
-    root: Path
-    data_dir: Path
-    cache_dir: Path
-    wsi_root: Path
-    output_dir: Path
-    multirun_dir: Path
+    root: Path = Field(description="The project root the other default paths hang off (GIANT_ROOT).")
+    data_dir: Path = Field(description="Data folder (GIANT_DATA_DIR).")
+    cache_dir: Path = Field(
+        description="Cache: demo slides, the downloaded CSV, the ledger of paid calls (GIANT_CACHE_DIR)."
+    )
+    wsi_root: Path = Field(
+        description="The slides, in any layout giant/data/slides.py finds (GIANT_WSI_ROOT)."
+    )
+    output_dir: Path = Field(description="Job folders of single runs (GIANT_OUTPUT_DIR).")
+    multirun_dir: Path = Field(description="Job folders of sweeps, `-m` (GIANT_MULTIRUN_DIR).")
 
     @classmethod
     def from_config(cls, cfg: DictConfig) -> PathSettings:
@@ -95,15 +117,28 @@ def _check_folder(setting: str, folder: Path) -> None:
 
 
 class DatasetSettings(_Strict):
-    name: Data[str] = Field(min_length=1)
-    source: Data[Literal["multipathqa", "demo"]]
-    benchmark: Data[str | None]  # None: every task in the CSV
-    csv_path: Operational[Path | None]  # None: the Hub's copy (hf_repo/hf_file) or the generated demo CSV
-    hf_repo: Operational[str] = Field(min_length=1)
-    hf_file: Operational[str] = Field(min_length=1)
-    wsi_root: Operational[Path | None]  # None with the demo: the generated slides
-    slidebench_fix: Data[Path | None]
-    drop_defective: Data[bool]
+    name: Data[str] = Field(min_length=1, description="The dataset; picking `dataset=<name>` sets it.")
+    source: Data[Literal["multipathqa", "demo"]] = Field(
+        description="multipathqa: rows of MultiPathQA.csv; demo: the generated synthetic slides."
+    )
+    benchmark: Data[str | None] = Field(
+        description="The benchmark_name rows of the CSV to use; null: every task in it."
+    )
+    csv_path: Operational[Path | None] = Field(
+        description="A local MultiPathQA.csv; null: the Hub's copy (hf_repo, hf_file) or the demo's CSV."
+    )
+    hf_repo: Operational[str] = Field(
+        min_length=1, description="The Hugging Face dataset the CSV is downloaded from (csv_path null)."
+    )
+    hf_file: Operational[str] = Field(min_length=1, description="The CSV's file name in hf_repo.")
+    wsi_root: Operational[Path | None] = Field(
+        description="Folder of the slides; null with the demo: the generated slides."
+    )
+    slidebench_fix: Data[Path | None] = Field(
+        description="The authors' slidebench_small.csv, to repair the tcga_slidebench rows carrying "
+        "ExpertVQA questions; null: report them."
+    )
+    drop_defective: Data[bool] = Field(description="Drop the defective tcga_slidebench rows instead.")
 
     @model_validator(mode="after")
     def _one_defect_policy(self) -> DatasetSettings:
@@ -113,13 +148,21 @@ class DatasetSettings(_Strict):
 
 
 class TrackingSettings(_Strict):
-    enabled: bool
-    uri: str = Field(min_length=1)
-    experiment: str = Field(min_length=1)
-    artifact_location: str | None
-    run_name: str | None
-    traces: bool
-    max_param_length: int = Field(ge=16, le=6000)
+    enabled: bool = Field(description="Log the job to MLflow.")
+    uri: str = Field(
+        min_length=1,
+        description="MLflow tracking URI (MLFLOW_TRACKING_URI); a relative sqlite path is taken from the "
+        "project root.",
+    )
+    experiment: str = Field(min_length=1, description="The MLflow experiment the runs go to.")
+    artifact_location: str | None = Field(
+        description="Where the experiment keeps artifacts; null: beside the sqlite file, or the server's."
+    )
+    run_name: str | None = Field(description="The MLflow run name; null: `<dataset>-<agent mode>-T<T>-S<S>`.")
+    traces: bool = Field(description="true: an MLflow trace per item with a span per step.")
+    max_param_length: int = Field(
+        ge=16, le=6000, description="Longer param values are truncated (the full config is an artifact)."
+    )
 
     @model_validator(mode="after")
     def _absolute_sqlite(self) -> TrackingSettings:
@@ -147,6 +190,12 @@ class RunSettings(_Strict):
             key: data.get(key) for key in ("paths", "provider", "dataset", "agent", "tracking", "tools")
         }
         sections["run"] = {key: value for key, value in data.items() if key in run_keys}
+        provider = data.get("provider") or {}
+        if data.get("server") and provider.get("name") != "openai_compatible":
+            raise ConfigError(
+                f"server= starts a model server for provider=openai_compatible, not provider={provider.get('name')}; "
+                "add provider=openai_compatible provider.model=<the model to serve>"
+            )
         try:
             settings = cls.model_validate(sections)
         except ValidationError as exc:
@@ -169,6 +218,9 @@ class RunSettings(_Strict):
             )
         if ds.source == "demo" and ds.csv_path is not None and ds.wsi_root is None:
             raise ConfigError("dataset.csv_path is set for the demo: also set dataset.wsi_root to its slides")
+        for name in self.enabled_tools():
+            if getattr(self.tools, name, None) is None:
+                raise ConfigError(f"agent.tools names {name} but tools.{name} is not set: add conf/tools/{name}.yaml")
 
     def record(self) -> dict[str, Any]:
         """The validated settings as JSON data laid out like conf/config.yaml (run options at the top
@@ -182,12 +234,16 @@ class RunSettings(_Strict):
         return list(getattr(self.agent, "tools", []))
 
     def _without_idle_tools(self, data: dict[str, Any]) -> dict[str, Any]:
-        """Tool settings count only when a tool is on: a run without tools records and hashes as it
-        did before tools existed (its resume key and MLflow params stay the same)."""
-        if not self.enabled_tools():
+        """A tool's settings count only when the tool is on: a run without tools records and hashes as
+        it did before tools existed, and one with tools as it did before another tool was added (its
+        resume key and MLflow params stay the same)."""
+        enabled = self.enabled_tools()
+        if not enabled:
             data.pop("tools", None)
             if data["agent"].get("tools") == []:
                 data["agent"].pop("tools")
+        elif data.get("tools") is not None:
+            data["tools"] = {name: data["tools"][name] for name in enabled}
         return data
 
     def config_hash(self) -> str:
@@ -302,7 +358,7 @@ def check_group_choices(argv: list[str], conf_dir: Path = CONF_DIR) -> None:
         key = override.key_or_group
         if key not in GROUPS or override.type == OverrideType.DEL or override.value() in (None, ""):
             continue
-        options = group_options(key, conf_dir)
+        options = group_options(key, conf_dir) + ([EVERY_TOOL] if key == "tools" else [])
         for choice in _group_choices(override):
             if choice not in options:
                 raise ConfigError(f"unknown {key} '{choice}': choose one of {', '.join(options)}")

@@ -10,11 +10,13 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 from giant.config import CONF_DIR, GROUPS, PROJECT_ROOT, RunSettings, group_options
+from giant.errors import ConfigError
 
 # Options that need a value only the user can give.
 REQUIRED = {
     "openai_compatible": ["provider.model=qwen2.5-vl", "provider.base_url=http://127.0.0.1:8000/v1"],
     "scripted": [f"provider.script={PROJECT_ROOT / 'conf' / 'config.yaml'}"],  # any existing file
+    "vllm": ["provider=openai_compatible", "provider.model=Qwen/Qwen2.5-VL-7B-Instruct"],
 }
 
 
@@ -151,3 +153,12 @@ def test_stable_names_exist(hydra_init: None) -> None:
             node = node[part]  # type: ignore[index]
     assert cfg.hydra.job.chdir is False
     assert "mlflow_sweep" in cfg.hydra.callbacks
+
+
+def test_a_server_for_another_provider_is_one_line(hydra_init: None) -> None:
+    """server=vllm with the default provider used to fail on provider.base_url, far from the cause."""
+    with pytest.raises(
+        ConfigError,
+        match=r"^server= starts a model server for provider=openai_compatible, not provider=random",
+    ):
+        RunSettings.from_config(_compose(["server=vllm"]))
