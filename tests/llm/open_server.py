@@ -36,6 +36,7 @@ class OpenServer:
     context_from: int | None = None  # the chat call from which every prompt overflows the context
     think: bool = False  # <think>...</think> before the JSON (a reasoning model, no reasoning parser)
     reasoning_field: str | None = None  # reasoning_content | reasoning: the parser's field beside content
+    reasoning: str = "I see tumour on the left."  # each step's reasoning (a fake vLLM names its model here)
     requests: list[str] = field(default_factory=list)  # "GET /v1/models", "POST /v1/chat/completions"
     bodies: list[dict[str, Any]] = field(default_factory=list)  # each chat request's JSON body
     chats: int = 0
@@ -110,7 +111,7 @@ class OpenServer:
                 "the length of the messages or completion."
             )
         answered = sum(1 for message in body["messages"] if message["role"] == "assistant")
-        text = step_json(CROP if answered == 0 else ANSWER)
+        text = step_json(CROP if answered == 0 else ANSWER, self.reasoning)
         thinking = f"The overview shows tissue; a step such as {step_json(DECOY)} would be wrong."
         reply = chat_body(f"<think>\n{thinking}\n</think>\n\n{text}" if self.think else text)
         if self.reasoning_field:

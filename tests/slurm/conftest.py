@@ -50,9 +50,10 @@ class SlurmStack:
     def client(self) -> MlflowClient:
         return MlflowClient(self.server.uri)
 
-    def sweep(self, name: str, *overrides: str) -> Path:
+    def sweep(self, name: str, *overrides: str, env: dict[str, str] | None = None) -> Path:
         """A real `run_eval.py -m launcher=submitit_slurm` sweep into the server; returns its folder.
-        The launcher overrides fit jobs onto the one 2-CPU node."""
+        The launcher overrides fit jobs onto the one 2-CPU node; `env` adds to the environment, which
+        sbatch hands on to every job."""
         sweep_dir = self.tmp / name
         proc = subprocess.run(
             [
@@ -68,7 +69,7 @@ class SlurmStack:
                 *overrides,
             ],
             cwd=self.tmp,
-            env=self.env,
+            env={**self.env, **(env or {})},
             capture_output=True,
             text=True,
             timeout=SWEEP_TIMEOUT_S,
