@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 VENV_STAMP := .venv/.installed
 
-.PHONY: help install test test-fast lint bench demo ui tables compare clean
+.PHONY: help install test test-fast lint docs docs-serve pictures bench demo ui tables compare clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -33,6 +33,15 @@ lint: $(VENV_STAMP) ## ruff + mypy
 	$(PY) -m ruff format --check giant scripts tests benchmarks
 	$(PY) -m mypy
 
+docs: $(VENV_STAMP) ## build the documentation site into site/ (strict: a broken link or missing page fails)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+
+docs-serve: $(VENV_STAMP) ## serve the documentation site on http://127.0.0.1:8000 while you edit it
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve --dev-addr 127.0.0.1:$${DOCS_PORT:-8000}
+
+pictures: $(VENV_STAMP) ## retake the README's two screenshots (docs/images/) with the tests' headless Chromium
+	GIANT_PICTURES=$(CURDIR)/docs/images $(PY) -m pytest -q tests/docs/test_pictures.py
+
 bench: $(VENV_STAMP) ## performance measurements (print numbers, assert nothing)
 	$(PY) benchmarks/crop_latency.py
 	$(PY) benchmarks/runner_overhead.py
@@ -51,10 +60,11 @@ demo: $(VENV_STAMP) ## synthetic slides, random provider, a real sweep into MLfl
 	sweep=$$($(PY) -c "import json,sys; print(json.load(open(sys.argv[1]))['parent_run_id'])" $$dir/mlflow_sweep.json) && \
 	$(PY) scripts/make_tables.py --sweep-id $$sweep --no-log --out $$dir/tables && \
 	echo "" && echo "Outputs: $$dir   MLflow sweep run: $$sweep" && \
-	echo "Open the MLflow UI with: make ui   (then http://127.0.0.1:5000, experiment 'giant')"
+	echo "Open the MLflow UI with: make ui   (it prints the address of each experiment's runs table)"
 
 ui: $(VENV_STAMP) ## MLflow UI on 127.0.0.1 against the default store
-	@$(PY) -m giant.tracking.store $${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/mlruns/mlflow.db}
+	@$(PY) -m giant.tracking.store $${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/mlruns/mlflow.db} \
+		http://127.0.0.1:$${MLFLOW_PORT:-5000}
 	$(PY) -m mlflow ui --backend-store-uri $${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/mlruns/mlflow.db} \
 		--default-artifact-root $(CURDIR)/mlruns/artifacts --host 127.0.0.1 --port $${MLFLOW_PORT:-5000}
 
@@ -66,5 +76,5 @@ compare: $(VENV_STAMP) ## paired comparison of runs: make compare A=<job folder|
 	$(PY) scripts/compare.py "$(A)" "$(B)" $(COMPARE_ARGS)
 
 clean: ## remove caches and outputs (keeps .venv and mlruns)
-	rm -rf outputs multirun .pytest_cache .mypy_cache .ruff_cache
+	rm -rf outputs multirun site .pytest_cache .mypy_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -8,7 +8,7 @@ Later images are dropped in blocks, not one per step: when one more would pass N
 but the newest is dropped at once, and the next N-2 steps only add to the end. A drop changes the
 prompt early on, so the provider's cache misses from there: dropping the oldest image at every step
 (the paper's sliding window) would miss at every step past N, while a block drop misses once per N-1
-steps (README, "Prompt caching"; benchmarks/cache_billing.py measures both).
+steps (docs/caching-and-tiers.md; benchmarks/cache_billing.py measures both).
 """
 
 from __future__ import annotations

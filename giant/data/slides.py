@@ -105,7 +105,7 @@ def locate_slide(wsi_root: Path, item: Item) -> SlideLocation:
         exact = ", ".join(str(path) for path in tried)
         raise SlideMissing(
             f"slide for {item.key} not found: tried {exact}, the GDC download folders, "
-            f"other slide extensions and a DICOM folder (see the README's 'Getting the slides')",
+            f"other slide extensions and a DICOM folder (see docs/slides.md)",
             slide=item.key,
             tried=tried,
         )

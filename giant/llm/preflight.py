@@ -168,7 +168,7 @@ def _refused(cfg: OpenAICompatibleSettings, what: str, exc: openai.OpenAIError, 
     if cause == "network":
         return (
             f"cannot reach provider.base_url={cfg.base_url} ({type(exc).__name__}); start the server "
-            "(README, 'Open-weight models') or fix provider.base_url"
+            "(docs/open-models.md) or fix provider.base_url"
         )
     fix = _FIXES.get(cause or "", "fix what the server names, or skip this check: provider.preflight=false")
     return f"provider.base_url={cfg.base_url} refused {what} ({redact(_text(exc), key)[:300]}); {fix}"
