@@ -191,9 +191,9 @@ class RunSettings(_Strict):
         }
         sections["run"] = {key: value for key, value in data.items() if key in run_keys}
         provider = data.get("provider") or {}
-        if data.get("server") and provider.get("name") != "openai_compatible":
+        if data.get("server") and (name := provider.get("name")) != "openai_compatible":
             raise ConfigError(
-                f"server= starts a model server for provider=openai_compatible, not provider={provider.get('name')}; "
+                f"server= starts a model server for provider=openai_compatible, not provider={name}; "
                 "add provider=openai_compatible provider.model=<the model to serve>"
             )
         try:
@@ -220,7 +220,9 @@ class RunSettings(_Strict):
             raise ConfigError("dataset.csv_path is set for the demo: also set dataset.wsi_root to its slides")
         for name in self.enabled_tools():
             if getattr(self.tools, name, None) is None:
-                raise ConfigError(f"agent.tools names {name} but tools.{name} is not set: add conf/tools/{name}.yaml")
+                raise ConfigError(
+                    f"agent.tools names {name} but tools.{name} is not set: add conf/tools/{name}.yaml"
+                )
 
     def record(self) -> dict[str, Any]:
         """The validated settings as JSON data laid out like conf/config.yaml (run options at the top

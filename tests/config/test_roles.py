@@ -111,7 +111,12 @@ def test_the_roles_of_the_former_lists() -> None:
         # were paid for; it is recorded as the old true/false so their keys still match
         (COMBINATIONS[4], "644dd50f12288f0c"),
         (
-            ["agent=giant", "provider=openai_compatible", "provider.model=m", "provider.base_url=http://x/v1"],
+            [
+                "agent=giant",
+                "provider=openai_compatible",
+                "provider.model=m",
+                "provider.base_url=http://x/v1",
+            ],
             "63324a9716acc308",
         ),
     ],

@@ -21,6 +21,7 @@ from giant.record import JobLayout, read_results
 from tests.browser import open_page, serve
 
 ROOT = Path(__file__).resolve().parents[2]
+VIEWPORT = {"width": 1280, "height": 900}
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +69,7 @@ def screenshot(page: Any, path: Path) -> None:
 @pytest.mark.slow
 def test_the_run_report_picture(browser: Any, job: JobLayout, tmp_path: Path) -> None:
     records = read_results(job.results)
-    with serve(job.out_dir) as base, open_page(browser, f"{base}/report.html", width=1280, height=900) as opened:
+    with serve(job.out_dir) as base, open_page(browser, f"{base}/report.html", **VIEWPORT) as opened:
         page = opened.page
         assert page.locator("#items tbody tr").count() == len(records) == 6
         assert "demo_shapes" in page.inner_text("body")
@@ -83,7 +84,7 @@ def test_the_trajectory_picture(browser: Any, job: JobLayout, tmp_path: Path) ->
     record = max(read_results(job.results), key=lambda r: r.crops)
     assert record.trajectory is not None and record.crops >= 1
     page_path = f"{record.trajectory}/trajectory.html"
-    with serve(job.out_dir) as base, open_page(browser, f"{base}/{page_path}", width=1280, height=900) as opened:
+    with serve(job.out_dir) as base, open_page(browser, f"{base}/{page_path}", **VIEWPORT) as opened:
         page = opened.page
 
         images = page.locator("img")

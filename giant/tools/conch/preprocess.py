@@ -3,8 +3,8 @@ resized to the model's input size (bicubic), the central square cut out, scaled 
 normalised with the model's colour mean and standard deviation.
 
 The agent already reads the region's central square from the slide at the input size
-(giant.tools.conch.tool.central_square), so for it the resize and the crop leave the pixels untouched; they matter for
-images from elsewhere (the benchmark, a user's own tile).
+(giant.tools.conch.tool.central_square), so for it the resize and the crop leave the pixels
+untouched; they matter for images from elsewhere (the benchmark, a user's own tile).
 """
 
 from __future__ import annotations
