@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from giant.atomic import write_atomic
 from giant.core import Box, EncodedImage
 from giant.llm.ledger import Ledger
 from giant.storage import image_name, link_or_copy
@@ -39,16 +40,27 @@ class ImageStore:
         self.ledger = ledger
 
     def save(self, image: EncodedImage) -> str:
+        """Each file appears whole or not at all (a rename), so a run killed mid-write leaves none
+        for the rerun to keep; one already there is kept only at its full size (a torn file that an
+        older non-atomic write left behind is written again)."""
         name = image_name(image.sha256)
         if self.out_dir is not None:
             path = self.out_dir / name
-            if path.exists():
+            data = base64.b64decode(image.data_b64)
+            if _whole(path, len(data)):
                 return name
             if self.ledger is not None:
                 link_or_copy(self.ledger.keep_image(image), path)
             else:
-                path.write_bytes(base64.b64decode(image.data_b64))
+                write_atomic(path, data)
         return name
+
+
+def _whole(path: Path, size: int) -> bool:
+    try:
+        return path.stat().st_size == size
+    except OSError:  # absent
+        return False
 
 
 def _render(slide: Slide, box: Box, size: int, fill: Fill, guides: int, quality: int) -> Rendered:

@@ -12,20 +12,19 @@ failed start names.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
 import socket
 import subprocess
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import httpx2
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from giant.errors import ConfigError
@@ -41,12 +40,18 @@ class ServerSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    command: list[str] = Field(min_length=1)  # the executable and its subcommand, e.g. [vllm, serve]
-    host: str = Field(min_length=1)
-    port: int | None = Field(ge=1, le=65535)  # None: a free port (two jobs may share a node)
-    startup_timeout_s: float = Field(gt=0)  # download + load of a large model takes minutes
-    args: list[str]  # more flags for the server, after the model, host and port
-    log_file: str = Field(min_length=1)  # in the job folder
+    command: list[str] = Field(
+        min_length=1, description="The executable and its subcommand, e.g. [vllm, serve] or a path."
+    )
+    host: str = Field(min_length=1, description="The address the server listens on (the job's own node).")
+    port: int | None = Field(
+        ge=1, le=65535, description="Its port; null: a free one, so jobs sharing a node do not collide."
+    )
+    startup_timeout_s: float = Field(
+        gt=0, description="Seconds to wait for the server to answer (a first start downloads the weights)."
+    )
+    args: list[str] = Field(description="More flags for the server, after the model, host and port.")
+    log_file: str = Field(min_length=1, description="The server's log, in the job folder.")
 
     @classmethod
     def from_data(cls, data: Any) -> ServerSettings:
@@ -148,10 +153,11 @@ def _wait_until_up(server: Server, timeout_s: float, model: str) -> None:
 def _answers(url: str) -> bool:
     """True once the server lists its models (vLLM answers 200 only when the model is loaded)."""
     try:
-        with urllib.request.urlopen(url, timeout=5) as reply:
-            return reply.status == 200 and isinstance(json.load(reply).get("data"), list)
-    except (OSError, ValueError):  # refused while it starts, a timeout, a half-written body
-        return False
+        reply = httpx2.get(url, timeout=5)
+        listed = reply.json() if reply.status_code == 200 else None
+    except (httpx2.HTTPError, httpx2.InvalidURL, ValueError):
+        return False  # refused while it starts, a timeout, a half-written body or one not JSON
+    return isinstance(listed, dict) and isinstance(listed.get("data"), list)
 
 
 def _free_port(host: str) -> int:

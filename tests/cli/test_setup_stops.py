@@ -8,12 +8,15 @@ a tmp MLflow store; the wrong key meets the real openai SDK through a loopback s
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import os
 import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,6 +28,7 @@ from mlflow.tracking import MlflowClient
 
 from giant.data.demo import build_demo
 from giant.errors import EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_SETUP
+from giant.retry import BACKOFF_MIN_S
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "run_eval.py"
@@ -165,8 +169,15 @@ class _Refuser(BaseHTTPRequestHandler):
 
 @contextmanager
 def refusing_server() -> Iterator[tuple[str, list[str]]]:
-    requests: list[str] = []
-    handler = type("Handler", (_Refuser,), {"requests": requests})
+    with _serving(_Refuser) as (base_url, requests):
+        yield base_url, requests
+
+
+@contextmanager
+def _serving(answer: type[BaseHTTPRequestHandler]) -> Iterator[tuple[str, list[Any]]]:
+    """A loopback server on a free port whose handler `answer` appends what it saw to `requests`."""
+    requests: list[Any] = []
+    handler = type("Handler", (answer,), {"requests": requests})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -194,3 +205,54 @@ def test_a_wrong_key_costs_one_request_and_stops_the_run(tmp_path: Path, demo: t
     runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
     assert len(runs) == 1 and runs[0].info.status == "FAILED"
     assert runs[0].data.tags["status"] == "stopped" and "metric_boot_mean" not in runs[0].data.metrics
+
+
+class _Down(BaseHTTPRequestHandler):
+    """Answers every request as a server that is down: a 500 with OpenAI's error body, no Retry-After.
+    Each request is kept as (arrival time, digest of its body): an item's retries resend one body."""
+
+    requests: list[tuple[float, str]]
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.requests.append((time.monotonic(), hashlib.sha256(body).hexdigest()))
+        reply = json.dumps({"error": {"message": "The server had an error", "type": "server_error"}}).encode()
+        self.send_response(500)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+def test_a_server_down_gets_three_requests_per_item_run_and_the_breaker_stops_the_run(
+    tmp_path: Path, demo: tuple[Path, Path]
+) -> None:
+    """The default provider.max_retries=2 and backoff through the real CLI and the real openai SDK:
+    every item-run sends at most 1 + 2 requests, each retry at least BACKOFF_MIN_S after the one
+    before, and the circuit breaker (breaker_after=5) halts the run before the sixth item starts."""
+    csv, wsi_root = demo
+    with _serving(_Down) as (base_url, requests):
+        args = _demo_args(
+            tmp_path, csv, wsi_root, f"provider.base_url={base_url}", "limit=6", "concurrency=1"
+        )
+        args[0] = "provider=openai"
+        proc = _run(tmp_path, *args, env=_env(tmp_path, OPENAI_API_KEY=WRONG_KEY))
+    assert proc.returncode == EXIT_SETUP, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    last = _lines(proc.stderr)[-1]
+    assert last.startswith("run_eval: circuit breaker: the last 5 item-runs failed") and "5 server" in last
+
+    records = [json.loads(line) for line in next((tmp_path / "outputs").rglob("results.jsonl")).open()]
+    started = len(records)  # item-runs that started before the breaker halted: each left a record
+    assert started == 5 and {(r["status"], r["cause"]) for r in records} == {("retries_exhausted", "server")}
+    assert len(requests) <= 3 * started, f"{len(requests)} requests for {started} item-runs"
+    by_body: dict[str, list[float]] = {}
+    for at, digest in requests:
+        by_body.setdefault(digest, []).append(at)
+    assert len(by_body) == started  # one first request per item-run, the rest are its retries
+    assert max(len(times) for times in by_body.values()) <= 3
+    gaps = [b - a for times in by_body.values() for a, b in itertools.pairwise(times)]
+    assert gaps and min(gaps) >= BACKOFF_MIN_S, gaps
