@@ -28,14 +28,28 @@ class BaseAgentConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    mode: Method[str]
-    max_steps: Method[int] = Field(ge=1, le=100)  # T: provider calls including the answer step
-    crop_size: Method[int] = Field(ge=64, le=4096)  # S: long side of every crop and of the overview
-    max_retries: Method[int] = Field(ge=1)  # failed calls or unusable actions in a row before the item fails
-    jpeg_quality: Method[int] = Field(ge=1, le=100)
-    fill: Method[Fill]  # outside-slide/transparent pixels; black = authors'
-    item_budget_usd: Method[float | None] = Field(gt=0)
-    item_timeout_s: Method[float] = Field(gt=0)
+    mode: Method[str] = Field(description="The agent mode; picking `agent=<mode>` sets it.")
+    max_steps: Method[int] = Field(
+        ge=1, le=100, description="T: provider calls per episode, the answer step included."
+    )
+    crop_size: Method[int] = Field(
+        ge=64,
+        le=4096,
+        description="S: long side in pixels of the overview and of every crop (follows provider.crop_size).",
+    )
+    max_retries: Method[int] = Field(
+        ge=1,
+        description="Failed calls (unparseable, refused) or unusable actions in a row before the item fails.",
+    )
+    jpeg_quality: Method[int] = Field(ge=1, le=100, description="JPEG quality of every image sent.")
+    fill: Method[Fill] = Field(
+        description="Colour of outside-slide and transparent pixels (black: the authors' code)."
+    )
+    item_budget_usd: Method[float | None] = Field(
+        gt=0,
+        description="Dollar cap per item, checked before each call: forces the answer while one call fits.",
+    )
+    item_timeout_s: Method[float] = Field(gt=0, description="Wall-clock limit of one item-run in seconds.")
 
     @model_validator(mode="before")
     @classmethod
@@ -56,26 +70,38 @@ class BaseAgentConfig(BaseModel):
 class RegionsConfig(BaseAgentConfig):
     """Modes that show regions with axis guides in one growing conversation."""
 
-    max_images_in_context: Method[int | None] = Field(ge=1)  # None: keep every image (published runs)
-    guides: Method[int] = Field(ge=0, le=20)  # axis guide lines per axis
+    max_images_in_context: Method[int | None] = Field(
+        ge=1,
+        description="N: keep the overview and the N-1 newest images in the conversation; null keeps all.",
+    )
+    guides: Method[int] = Field(ge=0, le=20, description="Axis guide lines drawn per axis on each image.")
 
 
 class TissueSampling(BaseModel):
     """Modes that sample random tissue boxes (patch, random_regions)."""
 
-    region_min_tissue: Method[float] = Field(ge=0, le=1)
+    region_min_tissue: Method[float] = Field(
+        ge=0, le=1, description="Tissue fraction a sampled patch or region must hold."
+    )
 
 
 class NavigationConfig(RegionsConfig):
     """The settings of the navigation loop, shared by giant, paper and authors."""
 
-    note_tool: Method[bool]
-    # Tools the model may consult besides cropping (giant.tools; their settings under tools.<name>).
-    tools: Method[list[ToolName]]
-    strict_crops: Method[bool]  # True: invalid boxes are fed back as errors instead of clamped
-    # Corrective messages after rule violations (a crop when the answer is due; an early answer in
-    # paper mode); the next violation fails the item. The paper's "3 retries" (loop.py docstring).
-    max_corrections: Method[int] = Field(ge=0)
+    note_tool: Method[bool] = Field(description="Offer the authors' optional note tool.")
+    # The paper's Table 3 tools, e.g. [conch] (giant.tools; their settings under tools.<name>).
+    tools: Method[list[ToolName]] = Field(
+        description="Tools the model may consult besides cropping (settings under `tools.<name>`)."
+    )
+    strict_crops: Method[bool] = Field(
+        description="true: invalid boxes are fed back as errors instead of clamped to the slide."
+    )
+    # The paper's "3 retries" (loop.py docstring).
+    max_corrections: Method[int] = Field(
+        ge=0,
+        description="Corrective messages after rule violations (a crop at step T; paper: an early "
+        "answer); the next violation fails the item.",
+    )
 
 
 @dataclass(frozen=True)

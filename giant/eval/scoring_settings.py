@@ -17,6 +17,12 @@ from giant.roles import Scoring
 class ScoringSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    bootstrap_replicates: Scoring[int] = Field(ge=10)
-    tie_rule: Scoring[Literal["lowest_run_index"]]  # the one rule giant's votes use
-    panda_null_as_zero: Scoring[bool]
+    bootstrap_replicates: Scoring[int] = Field(
+        ge=10, description="Bootstrap replicates over items for mean +- std and the 95% interval."
+    )
+    tie_rule: Scoring[Literal["lowest_run_index"]] = Field(
+        description="Majority vote over runs: a tie goes to the label of the lowest run index."
+    )
+    panda_null_as_zero: Scoring[bool] = Field(
+        description='A PANDA answer of "isup_grade": null (benign) scores as grade 0.'
+    )

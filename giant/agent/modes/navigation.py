@@ -18,16 +18,18 @@ if TYPE_CHECKING:
 
 
 class GiantConfig(NavigationConfig):
-    mode: Method[Literal["giant"]]
+    mode: Method[Literal["giant"]] = Field(description="The agent mode; picking `agent=<mode>` sets it.")
 
 
 class PaperConfig(NavigationConfig):
-    mode: Method[Literal["paper"]]
+    mode: Method[Literal["paper"]] = Field(description="The agent mode; picking `agent=<mode>` sets it.")
 
 
 class AuthorsConfig(NavigationConfig):
-    mode: Method[Literal["authors"]]
-    max_restarts: Method[int] = Field(ge=0)  # restarts of a whole episode after T calls without an answer
+    mode: Method[Literal["authors"]] = Field(description="The agent mode; picking `agent=<mode>` sets it.")
+    max_restarts: Method[int] = Field(
+        ge=0, description="Restarts of a whole episode after T calls without an answer."
+    )
 
 
 N = TypeVar("N", bound=NavigationConfig)

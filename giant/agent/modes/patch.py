@@ -17,9 +17,13 @@ if TYPE_CHECKING:
 
 
 class PatchConfig(BaseAgentConfig, TissueSampling):
-    mode: Method[Literal["patch"]]
-    patch_count: Method[int] = Field(ge=1)
-    patch_size: Method[int] = Field(ge=16)  # level-0 pixels, shown at this size
+    mode: Method[Literal["patch"]] = Field(description="The agent mode; picking `agent=<mode>` sets it.")
+    patch_count: Method[int] = Field(
+        ge=1, description="Random tissue patches, each asked alone; the answers are voted."
+    )
+    patch_size: Method[int] = Field(
+        ge=16, description="Side of a patch in level-0 pixels, shown at this size."
+    )
 
 
 @register

@@ -17,9 +17,15 @@ if TYPE_CHECKING:
 
 
 class RandomRegionsConfig(RegionsConfig, TissueSampling):
-    mode: Method[Literal["random_regions"]]
-    region_min_side: Method[int] = Field(ge=16)  # side ~ U[min, bound]
-    region_max_side: Method[int | None]  # None: the slide's short side
+    mode: Method[Literal["random_regions"]] = Field(
+        description="The agent mode; picking `agent=<mode>` sets it."
+    )
+    region_min_side: Method[int] = Field(
+        ge=16, description="Smallest side of a random region (side ~ U[min, max])."
+    )
+    region_max_side: Method[int | None] = Field(
+        description="Largest side of a random region; null: the slide's short side."
+    )
 
     @model_validator(mode="after")
     def _sides_in_order(self) -> RandomRegionsConfig:

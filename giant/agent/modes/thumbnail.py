@@ -16,8 +16,8 @@ if TYPE_CHECKING:
 
 
 class ThumbnailConfig(BaseAgentConfig):
-    mode: Method[Literal["thumbnail"]]
-    thumbnail_size: Method[int] = Field(ge=250, le=4000)  # long side of the thumbnail
+    mode: Method[Literal["thumbnail"]] = Field(description="The agent mode; picking `agent=<mode>` sets it.")
+    thumbnail_size: Method[int] = Field(ge=250, le=4000, description="Long side of the thumbnail in pixels.")
 
 
 @register

@@ -8,15 +8,30 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 class FetchSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    gdc_url: str = Field(min_length=1)  # the fetcher appends /files/<file_id> and /data/<file_id>
-    gtex_url: str = Field(min_length=1)  # the fetcher appends /<sample id>
-    concurrency: int = Field(ge=1, le=64)
-    retries: int = Field(ge=0, le=100)  # per slide: 408, 429, 5xx, timeouts and dropped connections
-    backoff_s: float = Field(ge=0)  # the first wait is drawn up to this; the window doubles each time
-    backoff_max_s: float = Field(ge=0)
-    backoff_min_s: float = Field(ge=0)  # no retry sooner than this, Retry-After included
-    timeout_s: float = Field(gt=0)  # connect and between two reads, not for the whole file
-    estimate_bytes: dict[str, int]  # typical slide size per source that reports none (gtex, kaggle)
+    gdc_url: str = Field(
+        min_length=1,
+        description="GDC API root: `/files/<file_id>` (size, md5) and `/data/<file_id>` (bytes).",
+    )
+    gtex_url: str = Field(
+        min_length=1, description="GTEx histology image service; `/<sample id>` is appended."
+    )
+    concurrency: int = Field(ge=1, le=64, description="Slides downloaded at once.")
+    retries: int = Field(
+        ge=0, le=100, description="Retries per slide: 408, 429, 5xx, timeouts and dropped connections."
+    )
+    backoff_s: float = Field(
+        ge=0, description="The first wait is drawn at random up to this; the window doubles each time."
+    )
+    backoff_max_s: float = Field(ge=0, description="The longest wait between two tries.")
+    backoff_min_s: float = Field(
+        ge=0, description="No retry sooner than this; a Retry-After replaces the draw."
+    )
+    timeout_s: float = Field(
+        gt=0, description="Seconds to connect, and the longest silence while reading (not the whole file)."
+    )
+    estimate_bytes: dict[str, int] = Field(
+        description="Typical slide size per source that reports none before the download (gtex, kaggle)."
+    )
 
     @field_validator("gdc_url", "gtex_url")
     @classmethod
