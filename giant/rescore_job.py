@@ -17,7 +17,7 @@ from typing import Any, cast
 from hydra.core.hydra_config import HydraConfig
 from mlflow.exceptions import MlflowException
 from omegaconf import DictConfig
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from giant.agent.modes import parse_agent
 from giant.config import (
@@ -72,10 +72,16 @@ class RescoreSettings(BaseModel):
     """conf/rescore.yaml validated once (defaults and meanings there; None keeps the source's)."""
 
     model_config = ConfigDict(extra="ignore")  # `paths` only feeds interpolations
-    source: str
-    tie_rule: str | None
-    panda_null_as_zero: bool | None
-    bootstrap_replicates: int | None
+    source: str = Field(
+        description="The job to re-score: a job folder (holding results.jsonl) or an MLflow run id."
+    )
+    tie_rule: str | None = Field(description="Majority vote over runs; null keeps the source run's rule.")
+    panda_null_as_zero: bool | None = Field(
+        description='"isup_grade": null as grade 0 (true) or as no answer (false); null: as the source run.'
+    )
+    bootstrap_replicates: int | None = Field(
+        description="Bootstrap replicates for mean +- std and the 95% interval; null keeps the source's."
+    )
     tracking: TrackingSettings
 
     @classmethod
@@ -153,7 +159,7 @@ def settings_of(record: dict[str, Any]) -> RunSettings:
             ),
             dataset=DatasetSettings.model_validate(sections["dataset"]),
             agent=parse_agent(sections["agent"] or {}),
-            run=RunOptions.model_validate(data),
+            run=RunOptions.model_validate({"verbose": False, **data}),  # no `verbose` in older records
             tracking=TrackingSettings.model_validate(sections["tracking"]),
             tools=ToolSettings.model_validate(sections["tools"]) if sections["tools"] else None,
         )

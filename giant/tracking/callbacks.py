@@ -2,12 +2,13 @@
 
 `on_run_start` and `on_multirun_start` run before Hydra creates the job or sweep folder: a folder that
 cannot be written is one line and exit 2 there, like a bad value. `on_multirun_start` runs once, in
-the launching process, before any job: it validates every job's settings, creates the store, the
-experiment and the parent run (so parallel jobs never race to create the sqlite schema), and writes
-the parent's id into the sweep directory, where each job (any launcher, any process or node) finds
-it. `on_multirun_end`, also in the launching process, reads the jobs' outcomes (giant.outcomes),
-closes the parent with the jobs' aggregate status, lists the jobs that did not complete in one line
-and exits with the highest of their codes.
+the launching process, before any job: it validates every job's settings (and a SLURM launcher's
+requeue signal against its time limit), creates the store, the experiment and the parent run (so
+parallel jobs never race to create the sqlite schema), and writes the parent's id into the sweep
+directory, where each job (any launcher, any process or node) finds it. `on_multirun_end`, also in
+the launching process, reads the jobs' outcomes (giant.outcomes), closes the parent with the jobs'
+aggregate status, lists the jobs that did not complete in one line and exits with the highest of
+their codes.
 """
 
 from __future__ import annotations
@@ -83,6 +84,22 @@ def validate_sweep(config: DictConfig) -> None:
             check_credentials(settings.provider)
 
 
+def check_launcher(config: DictConfig) -> None:
+    """A SLURM launcher whose requeue signal (`signal_delay_s` before the time limit) would come at or
+    before the job's start: every job would stop at once and spend its requeues without running an
+    item. Checked before anything is submitted."""
+    launcher = config.hydra.launcher
+    delay, limit = launcher.get("signal_delay_s"), launcher.get("timeout_min")
+    if delay is None or limit is None or delay < limit * 60:
+        return
+    raise ConfigError(
+        f"hydra.launcher.signal_delay_s={delay}: the requeue signal is sent that many seconds before the "
+        f"job's time limit (hydra.launcher.timeout_min={limit}, {limit * 60} s), so it would come at once "
+        "and the job would spend its requeues without running; set it well below the limit, or raise "
+        "hydra.launcher.timeout_min"
+    )
+
+
 class MlflowSweepCallback(Callback):
     # MLflow is imported inside the hooks: Hydra builds callbacks for every run, and a config error
     # should be reported in a second, not after MLflow's multi-second import.
@@ -101,6 +118,7 @@ class MlflowSweepCallback(Callback):
 
         sweep_dir = Path(config.hydra.sweep.dir)
         try:
+            check_launcher(config)
             validate_sweep(config)
             PathSettings.from_config(config).check_writable(sweep_dir, sweep=True)
             tracking = tracking_settings(config)

@@ -18,16 +18,21 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
 from giant.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
 
 SQLITE_PREFIX = "sqlite:///"
 BUILDING = ".building"  # suffix of a store being built; one left behind belongs to a killed builder
 # Building the schema takes seconds; a job still waiting after this long is behind a hung process,
 # and an error that names the lock beats a run that waits forever.
 LOCK_TIMEOUT_S = 120.0
+RUNS_TABLE_QUERY = "workflowType=machine_learning"  # MLflow 3.17's UI: the runs table, not GenAI's pages
 
 
 def sqlite_path(uri: str) -> Path | None:
@@ -140,11 +145,12 @@ def _fsync(path: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m giant.tracking.store URI` (run by `make ui`): `mlflow ui` would build a missing store
-    in place, interruptible like any first run, and meet a broken one with a traceback."""
+    """`python -m giant.tracking.store URI [UI_ADDRESS]` (run by `make ui`): `mlflow ui` would build a
+    missing store in place, interruptible like any first run, and meet a broken one with a traceback.
+    With the UI's address it also prints where each experiment's runs table is (runs_table_links)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print("usage: python -m giant.tracking.store TRACKING_URI", file=sys.stderr)
+    if len(args) not in (1, 2):
+        print("usage: python -m giant.tracking.store TRACKING_URI [UI_ADDRESS]", file=sys.stderr)
         return 2
     uri, path = args[0], sqlite_path(args[0])
     if path is None:  # a server or another store: nothing to build here
@@ -154,11 +160,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         with opening_store(uri):
             from mlflow.tracking import MlflowClient
 
-            MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
+            client = MlflowClient(tracking_uri=uri)
+            client.search_experiments(max_results=1)
     except ConfigError as err:
         print(f"make ui: {err}", file=sys.stderr)
         return 2
+    if len(args) == 2:
+        for line in runs_table_links(client, args[1]):
+            print(f"make ui: {line}")
     return 0
+
+
+def runs_table_links(client: MlflowClient, address: str) -> list[str]:
+    """One line per experiment with runs: the address of its runs table. MLflow 3.17's UI opens an
+    experiment as its "GenAI | Model training" switch stands (GenAI, the overview of traces, until the
+    user flips it), whatever the experiment's kind tag says; `workflowType=machine_learning` in the
+    address opens the runs table."""
+    lines = []
+    for experiment in client.search_experiments():
+        if client.search_runs([experiment.experiment_id], max_results=1):
+            page = f"#/experiments/{experiment.experiment_id}/runs?{RUNS_TABLE_QUERY}"
+            lines.append(f"runs of experiment {experiment.name}: {address.rstrip('/')}/{page}")
+    return lines
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from pathlib import Path
 import mlflow
 from pydantic import BaseModel
 
+from giant.tracking.mlflow_logger import mark_model_development
 from giant.tracking.names import PARENT_TAG, REPORT_ROLE, ROLE_TAG, SWEEP_ID_TAG, SWEEP_ROLE, tag_filter
 from giant.tracking.tables.figures import scaling_figure, thumbnail_figure
 from giant.tracking.tables.formats import cells_csv, cost_markdown, to_csv, to_latex, to_markdown
@@ -53,8 +54,10 @@ def write_report(records: list[RunRecord], out_dir: Path, *, published: bool = F
 def log_report(report: Report, *, experiment: str, sweep_id: str | None = None) -> str:
     """Keep the rendered files as artifacts of a run tagged giant.role=report (under the sweep's
     parent run when a sweep id is given), so the UI shows the table beside the runs it summarises."""
-    exp = mlflow.MlflowClient().get_experiment_by_name(experiment)
+    client = mlflow.MlflowClient()
+    exp = client.get_experiment_by_name(experiment)
     assert exp is not None  # load_runs found runs in it
+    mark_model_development(client, exp)  # an experiment of an older giant: the runs table in the UI
     tags = {ROLE_TAG: REPORT_ROLE}
     if sweep_id:
         tags[SWEEP_ID_TAG] = sweep_id
