@@ -6,6 +6,7 @@ so 1000 x 934 costs milliseconds instead of 1000 scikit-learn calls.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 
 import numpy as np
@@ -26,6 +27,63 @@ def bootstrap(
     point = score(truth, pred, metric)  # also validates lengths and emptiness
     values = replicate_scores(truth, pred, metric, resamples(len(truth), replicates, seed))
     return interval(point, values, replicates, seed)
+
+
+def bootstrap_per_run_mean(
+    truth: Sequence[int],
+    runs: Sequence[Sequence[int | None]],
+    metric: str,
+    *,
+    measured: Sequence[Sequence[bool]] | None = None,
+    replicates: int = 1000,
+    seed: int = 0,
+) -> Bootstrap:
+    """The mean over a k-run job's runs of each run's own metric (the "x1" figure beside the k-run
+    vote) with its bootstrap over items: each replicate resamples the items once, scores every run on
+    that resample (balanced accuracy recomputed per run and replicate) and averages the runs.
+
+    `runs[k][i]` is run k's label of item i (None: failed, counted incorrect); `measured[k][i]` False
+    where run k has no result for item i, which then leaves it out of run k's metric (as summarize's
+    per-run metric does); a run without any measured item is left out of the mean. The index matrix is
+    `bootstrap`'s for the same seed and item count, so the two intervals of a job are paired."""
+    check_arguments(metric, replicates)
+    y_true = np.asarray(truth, dtype=np.int64)
+    n = len(y_true)
+    mask = np.ones((len(runs), n), dtype=bool) if measured is None else np.asarray(measured, dtype=bool)
+    if not runs or mask.shape != (len(runs), n) or any(len(labels) != n for labels in runs):
+        raise ValueError(f"need one label (and measured flag) per item in every run, for {n} items")
+    if not n or not mask.any(axis=0).all():
+        raise ValueError("every item needs a measured result in at least one run")
+    scores = [
+        score(
+            [t for t, h in zip(truth, has, strict=True) if h],
+            [p for p, h in zip(labels, has, strict=True) if h],
+            metric,
+        )
+        for labels, has in zip(runs, mask, strict=True)
+        if has.any()
+    ]
+    idx = resamples(n, replicates, seed)
+    per_run = np.stack(
+        [
+            _masked_replicate_scores(y_true, labels, has, metric, idx)
+            for labels, has in zip(runs, mask, strict=True)
+            if has.any()
+        ]
+    )  # runs x replicates; NaN where a replicate drew no item of that run
+    return interval(statistics.fmean(scores), np.nanmean(per_run, axis=0), replicates, seed)
+
+
+def _masked_replicate_scores(
+    y_true: np.ndarray, labels: Sequence[int | None], has: np.ndarray, metric: str, idx: np.ndarray
+) -> np.ndarray:
+    """One run's metric per replicate over the resampled items it measured (NaN where none)."""
+    correct = has & (y_true == np.asarray([FAILED if p is None else p for p in labels], dtype=np.int64))
+    if metric == "accuracy":
+        counts = has[idx].sum(axis=1)
+        hits = correct[idx].sum(axis=1)
+        return np.divide(hits, counts, out=np.full(len(idx), np.nan), where=counts > 0)
+    return _balanced_per_replicate(y_true, correct, idx, has)
 
 
 def check_arguments(metric: str, replicates: int) -> None:
@@ -77,15 +135,21 @@ def interval(point: float, values: np.ndarray, replicates: int, seed: int) -> Bo
     )
 
 
-def _balanced_per_replicate(y_true: np.ndarray, correct: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """Mean recall over the classes present in each replicate's own truth."""
+def _balanced_per_replicate(
+    y_true: np.ndarray, correct: np.ndarray, idx: np.ndarray, measured: np.ndarray | None = None
+) -> np.ndarray:
+    """Mean recall over the classes present in each replicate's own truth (only its `measured`
+    items, when given; NaN for a replicate without any)."""
     _, cls = np.unique(y_true, return_inverse=True)
     n_classes = int(cls.max()) + 1
     replicates = idx.shape[0]
     flat = (np.arange(replicates)[:, None] * n_classes + cls[idx]).ravel()
-    totals = np.bincount(flat, minlength=replicates * n_classes).reshape(replicates, n_classes)
+    weights = None if measured is None else measured[idx].ravel()
+    totals = np.bincount(flat, weights=weights, minlength=replicates * n_classes)
+    totals = totals.reshape(replicates, n_classes)
     hits = np.bincount(flat, weights=correct[idx].ravel(), minlength=replicates * n_classes)
     hits = hits.reshape(replicates, n_classes)
     present = totals > 0
     recall = np.divide(hits, totals, out=np.zeros_like(hits), where=present)
-    return recall.sum(axis=1) / present.sum(axis=1)
+    classes = present.sum(axis=1)
+    return np.divide(recall.sum(axis=1), classes, out=np.full(replicates, np.nan), where=classes > 0)

@@ -2,7 +2,9 @@
 
 Computed from the result records only, so an interrupted-and-resumed run and an uninterrupted one
 give the same summary. Counts by status, failure reasons and extraction methods are over item-runs
-(runs_per_item lines per item); the metrics are over items (voted when runs_per_item > 1).
+(runs_per_item lines per item); the metrics are over items (voted when runs_per_item > 1). With
+runs_per_item > 1 the mean over the runs of each run's metric (per_run_mean, the "x1" figure beside
+the vote) gets its own bootstrap over items too, with the run's seed and replicates.
 Skipped items (missing slides with skip_missing=true) are reported in n_skipped and never scored.
 """
 
@@ -15,7 +17,7 @@ from collections.abc import Sequence
 
 from giant.core import Item
 from giant.data.defects import Defect
-from giant.eval.bootstrap import bootstrap
+from giant.eval.bootstrap import bootstrap, bootstrap_per_run_mean
 from giant.eval.causes import record_cause
 from giant.eval.gpu_cost import GpuRate
 from giant.eval.metrics import accuracy, balanced_accuracy, score
@@ -89,6 +91,11 @@ def summarize(
         per_run=per_run,
         per_run_mean=statistics.fmean(per_run) if per_run else None,
         per_run_std=statistics.stdev(per_run) if len(per_run) > 1 else None,
+        per_run_bootstrap=_per_run_bootstrap(
+            scored, latest, runs_per_item, metric_name, scoring.bootstrap_replicates, seed
+        )
+        if per_run
+        else None,
         setup_failure=setup_failure,
         stop_cause=stop_cause,
         n_slides_missing=sum(record.status == "slide_missing" for record in runs),
@@ -129,6 +136,26 @@ def _per_run(
         if pairs:
             values.append(score([t for t, _ in pairs], [p for _, p in pairs], metric_name))
     return values
+
+
+def _per_run_bootstrap(
+    scored: list[Item],
+    latest: dict[tuple[str, int], ResultRecord],
+    runs_per_item: int,
+    metric_name: str,
+    replicates: int,
+    seed: int,
+) -> Bootstrap:
+    """per_run_mean with its bootstrap over items: the runs scored as `_per_run` scores them."""
+    slots = [[latest.get((item.key, k)) for item in scored] for k in range(runs_per_item)]
+    return bootstrap_per_run_mean(
+        [item.truth for item in scored],
+        [[None if record is None else record.label for record in run] for run in slots],
+        metric_name,
+        measured=[[record is not None for record in run] for run in slots],
+        replicates=replicates,
+        seed=seed,
+    )
 
 
 def _bootstrap(

@@ -81,6 +81,9 @@ class Summary(BaseModel):
     per_run: list[float] = Field(default_factory=list)  # main metric of each run index (k > 1)
     per_run_mean: float | None = None
     per_run_std: float | None = None
+    # per_run_mean with its bootstrap over items (k > 1; None before it was recorded): the "x1" row of
+    # the tables beside the vote of `metric`, with the run's seed and replicates
+    per_run_bootstrap: Bootstrap | None = None
     counts_by_status: dict[str, int] = Field(default_factory=dict)
     failure_reasons: dict[str, int] = Field(default_factory=dict)  # reason text -> count
     extraction_methods: dict[str, int] = Field(default_factory=dict)

@@ -15,7 +15,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import httpx2
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Experiment, LifecycleStage, Metric, Param, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from mlflow.utils.file_utils import local_file_uri_to_path
@@ -23,6 +23,7 @@ from mlflow.utils.time import get_current_time_millis
 from pydantic import BaseModel
 
 from giant.agent.modes import mode_of
+from giant.atomic import write_atomic
 from giant.config import RunSettings, TrackingSettings
 from giant.core import Item
 from giant.errors import ConfigError
@@ -33,10 +34,17 @@ from giant.storage import is_stored_image, link_or_copy
 from giant.tracking.names import (
     CONFIG_HASH_TAG,
     DATASET_TAG,
+    EXPERIMENT_KIND_TAG,
     FAILURE_TAG,
     INTERRUPTION_TAG,
     JOB_ROLE,
+    MODEL_DEVELOPMENT,
     PARENT_TAG,
+    PER_RUN_BOOT_MEAN_METRIC,
+    PER_RUN_BOOT_STD_METRIC,
+    PER_RUN_CI_HIGH_METRIC,
+    PER_RUN_CI_LOW_METRIC,
+    PER_RUN_MEAN_METRIC,
     ROLE_TAG,
     SETUP_METRIC_PREFIX,
     STATUS_METRIC_PREFIX,
@@ -62,8 +70,8 @@ class SweepInfo(BaseModel):
         return cls.model_validate_json(path.read_text(encoding="utf-8")) if path.is_file() else None
 
     def write(self, sweep_dir: Path) -> None:
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        (sweep_dir / SWEEP_FILE).write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        """Whole or not at all (giant.atomic): every job, and a rerun of the sweep, reads it back."""
+        write_atomic(sweep_dir / SWEEP_FILE, (self.model_dump_json(indent=2) + "\n").encode())
 
 
 def artifact_location(tracking: TrackingSettings) -> str | None:
@@ -102,16 +110,28 @@ def open_experiment(tracking: TrackingSettings) -> tuple[MlflowClient, str]:
         client = MlflowClient(tracking_uri=tracking.uri)
         experiment = client.get_experiment_by_name(tracking.experiment)
     if experiment is not None:
+        mark_model_development(client, experiment)
         return client, experiment.experiment_id
     try:
         return client, client.create_experiment(
-            tracking.experiment, artifact_location=artifact_location(tracking)
+            tracking.experiment,
+            artifact_location=artifact_location(tracking),
+            tags={EXPERIMENT_KIND_TAG: MODEL_DEVELOPMENT},
         )
     except MlflowException:  # created meanwhile by a parallel job
         experiment = client.get_experiment_by_name(tracking.experiment)
         if experiment is None:
             raise
+        mark_model_development(client, experiment)
         return client, experiment.experiment_id
+
+
+def mark_model_development(client: MlflowClient, experiment: Experiment) -> None:
+    """Tag an experiment that has no kind yet (made by an older giant, or by hand) as model
+    development, so that MLflow's UI opens it on the runs table; a kind set by someone is kept."""
+    if EXPERIMENT_KIND_TAG in experiment.tags or experiment.lifecycle_stage != LifecycleStage.ACTIVE:
+        return
+    client.set_experiment_tag(experiment.experiment_id, EXPERIMENT_KIND_TAG, MODEL_DEVELOPMENT)
 
 
 def run_name(settings: RunSettings, dataset: str) -> str:
@@ -184,9 +204,14 @@ def summary_metrics(summary: Summary) -> dict[str, float]:
         "gpu_cost_usd": totals.gpu_cost_usd,
         "output_tokens_per_s": totals.output_tokens_per_s,
         "calls_per_min": totals.calls_per_min,
-        "per_run_mean": summary.per_run_mean,
+        PER_RUN_MEAN_METRIC: summary.per_run_mean,
         "per_run_std": summary.per_run_std,
     }
+    if (per_run := summary.per_run_bootstrap) is not None:  # k > 1: the "x1" row's interval
+        metrics[PER_RUN_BOOT_MEAN_METRIC] = per_run.mean
+        metrics[PER_RUN_BOOT_STD_METRIC] = per_run.std
+        metrics[PER_RUN_CI_LOW_METRIC] = per_run.ci_low
+        metrics[PER_RUN_CI_HIGH_METRIC] = per_run.ci_high
     metrics["n_slides_missing"] = summary.n_slides_missing
     for status, count in summary.counts_by_status.items():
         metrics[f"{STATUS_METRIC_PREFIX}{status}"] = count
@@ -202,7 +227,8 @@ def summary_metrics(summary: Summary) -> dict[str, float]:
 # becomes a table cell (giant.tracking.tables reads metric_boot_mean).
 SCORE_METRICS = (
     *("metric", "metric_boot_mean", "metric_boot_std", "metric_ci_low", "metric_ci_high"),
-    *("metric_scored_only", "accuracy", "balanced_accuracy", "per_run_mean", "per_run_std"),
+    *("metric_scored_only", "accuracy", "balanced_accuracy", PER_RUN_MEAN_METRIC, "per_run_std"),
+    *(PER_RUN_BOOT_MEAN_METRIC, PER_RUN_BOOT_STD_METRIC, PER_RUN_CI_LOW_METRIC, PER_RUN_CI_HIGH_METRIC),
 )
 
 

@@ -1,4 +1,5 @@
-"""Every MLflow tag, role and metric-prefix name giant writes or reads, spelled once: the writers
+"""Every MLflow tag, role and metric-prefix name giant writes or reads (and the per-run metrics of a
+k-run job), spelled once: the writers
 (mlflow_logger, callbacks, job, rescore, compare) and the readers (tables, compare's sources, the
 tests) import them, so a renamed tag cannot leave a reader searching for the old one."""
 
@@ -10,6 +11,11 @@ from typing import Final
 MLFLOW_PREFIX: Final = "mlflow."  # every tag MLflow sets itself starts with it
 PARENT_TAG: Final = "mlflow.parentRunId"  # nests a job run under its sweep's parent run
 SOURCE_RUN: Final = "mlflow.sourceRun"  # trace metadata key that links a trace to its run in the UI
+# The experiment's kind, as MLflow 3's UI reads it (the tag's value, when its "GenAI | Model training"
+# switch is off): giant's experiments are model development, so the UI opens them on the runs table,
+# not on the GenAI overview. Set on giant's experiments when created, and on older ones that lack it.
+EXPERIMENT_KIND_TAG: Final = "mlflow.experimentKind"
+MODEL_DEVELOPMENT: Final = "custom_model_development"
 
 # giant's namespaced tags
 ROLE_TAG: Final = "giant.role"  # what a run is: one of the roles below
@@ -39,6 +45,15 @@ DATASET_TAG: Final = "dataset"
 # Metric-name prefixes: one metric per status and per setup cause of a job's summary
 STATUS_METRIC_PREFIX: Final = "status_"
 SETUP_METRIC_PREFIX: Final = "setup_"
+
+# Metrics of a k-run job (runs_per_item > 1) beside its vote: the mean over the k runs of each run's
+# metric, and that mean's bootstrap over items (mean, std, 95% interval). The tables read them as the
+# job's "x1" row (giant.tracking.tables.load); a job logged before the bootstrap has no such row.
+PER_RUN_MEAN_METRIC: Final = "per_run_mean"
+PER_RUN_BOOT_MEAN_METRIC: Final = "per_run_mean_boot_mean"
+PER_RUN_BOOT_STD_METRIC: Final = "per_run_mean_boot_std"
+PER_RUN_CI_LOW_METRIC: Final = "per_run_mean_ci_low"
+PER_RUN_CI_HIGH_METRIC: Final = "per_run_mean_ci_high"
 
 
 def tag_filter(tag: str, value: str) -> str:

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from giant.eval.bootstrap import bootstrap
+from giant.eval.bootstrap import bootstrap, bootstrap_per_run_mean
 from giant.eval.metrics import balanced_accuracy
 
 
@@ -59,3 +59,78 @@ def test_bad_arguments() -> None:
         bootstrap([1], [1], "auc")
     with pytest.raises(ValueError, match="replicates must be >= 1"):
         bootstrap([1], [1], "accuracy", replicates=0)
+
+
+def test_per_run_mean_bootstrap_by_hand() -> None:
+    """2 items x 2 runs: item 0 right in both runs, item 1 right in run 0 only. The runs score 1.0 and
+    0.5, so the per-run mean is 0.75; a replicate draws two items, and its per-run mean is 1.0 (item 0
+    twice), 0.5 (item 1 twice) or 0.75 (one of each): with one class per item, for balanced accuracy
+    as well as for accuracy."""
+    truth, runs = [1, 2], [[1, 2], [1, 3]]
+    idx = np.random.default_rng(5).integers(0, 2, size=(400, 2))
+    by_hand = np.asarray([1.0, 0.5])[idx].mean(axis=1)  # the mean over runs, item by item
+    for metric in ("accuracy", "balanced_accuracy"):
+        result = bootstrap_per_run_mean(truth, runs, metric, replicates=400, seed=5)
+        assert result.point == pytest.approx(0.75)
+        assert set(np.round(by_hand, 6)) == {0.5, 0.75, 1.0}
+        assert result.mean == pytest.approx(float(by_hand.mean()))
+        assert result.std == pytest.approx(float(by_hand.std(ddof=1)))
+        assert (result.ci_low, result.ci_high) == (0.5, 1.0)
+        assert result.std == pytest.approx(math.sqrt(0.03125), abs=0.015)  # 1/4 each extreme: var 1/32
+        assert (result.replicates, result.seed) == (400, 5)
+
+
+def test_per_run_mean_bootstrap_is_deterministic_by_seed() -> None:
+    rng = np.random.default_rng(1)
+    truth = [int(t) for t in rng.integers(1, 5, size=40)]
+    runs = [[t if rng.random() < 0.6 else None for t in truth] for _ in range(3)]
+    a = bootstrap_per_run_mean(truth, runs, "balanced_accuracy", seed=7)
+    assert a == bootstrap_per_run_mean(truth, runs, "balanced_accuracy", seed=7)
+    assert a.mean != bootstrap_per_run_mean(truth, runs, "balanced_accuracy", seed=8).mean
+    # the same index matrix as the vote's bootstrap: one run alone gives bootstrap's figures
+    assert bootstrap_per_run_mean(truth, runs[:1], "accuracy", seed=7) == bootstrap(
+        truth, runs[0], "accuracy", seed=7
+    )
+
+
+def test_per_run_mean_bootstrap_equals_a_loop_with_unmeasured_results() -> None:
+    """Each replicate scores each run over the resampled items it measured (balanced accuracy over
+    the classes present among them), then averages the runs: checked against scikit-learn."""
+    rng = np.random.default_rng(4)
+    truth = list(rng.choice([0, 1, 2, 3], size=30, p=[0.5, 0.3, 0.15, 0.05]))
+    runs = [
+        [t if rng.random() < 0.6 else (None if rng.random() < 0.3 else 0) for t in truth] for _ in range(3)
+    ]
+    measured = [[bool(rng.random() < 0.8) for _ in truth] for _ in range(3)]
+    measured[0] = [True] * 30  # every item measured by some run
+    result = bootstrap_per_run_mean(
+        truth, runs, "balanced_accuracy", measured=measured, replicates=150, seed=2
+    )
+    idx = np.random.default_rng(2).integers(0, 30, size=(150, 30))
+    loop = [
+        np.mean(
+            [
+                balanced_accuracy([truth[i] for i in row if has[i]], [labels[i] for i in row if has[i]])
+                for labels, has in zip(runs, measured, strict=True)
+                if any(has[i] for i in row)
+            ]
+        )
+        for row in idx
+    ]
+    assert result.mean == pytest.approx(float(np.mean(loop)))
+    assert result.std == pytest.approx(float(np.std(loop, ddof=1)))
+    points = [
+        balanced_accuracy(
+            [t for t, h in zip(truth, has, strict=True) if h],
+            [p for p, h in zip(labels, has, strict=True) if h],
+        )
+        for labels, has in zip(runs, measured, strict=True)
+    ]
+    assert result.point == pytest.approx(float(np.mean(points)))
+
+
+def test_per_run_mean_bootstrap_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="one label"):
+        bootstrap_per_run_mean([1, 2], [[1]], "accuracy")
+    with pytest.raises(ValueError, match="at least one run"):
+        bootstrap_per_run_mean([1, 2], [[1, 2]], "accuracy", measured=[[True, False]])

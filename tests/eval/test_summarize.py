@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from giant.core import Item
@@ -148,3 +149,54 @@ def test_totals_sum_tokens_and_cost_unknown_when_any_price_is() -> None:
 def test_nothing_run_gives_an_empty_incomplete_summary() -> None:
     s = summary_of([], [item(0, 1)], reason="budget stop")
     assert s.n_items == 0 and not s.complete and s.incomplete_reason == "budget stop"
+
+
+def test_per_run_mean_has_a_bootstrap_over_items_by_hand() -> None:
+    """2 items x 2 runs: run 0 gets both right (1.0), run 1 only item 0 (0.5), so per_run_mean is
+    0.75; each replicate resamples the 2 items (the vote's index matrix, seed 3) and averages the two
+    runs' metric on it: item 0 counts 1.0, item 1 0.5."""
+    items = [item(0, 1), item(1, 2)]
+    records = [
+        rec(0, 1, 1, run_index=0),
+        rec(0, 1, 1, run_index=1),
+        rec(1, 2, 2, run_index=0),
+        rec(1, 3, 2, run_index=1),
+    ]
+    for metric in ("accuracy", "balanced_accuracy"):
+        s = summarize(
+            records,
+            items,
+            dataset="demo",
+            metric_name=metric,
+            runs_per_item=2,
+            seed=3,
+            scoring=ScoringSettings(
+                tie_rule="lowest_run_index", panda_null_as_zero=True, bootstrap_replicates=200
+            ),
+            provenance=PROVENANCE,
+        )
+        assert s.per_run == pytest.approx([1.0, 0.5]) and s.per_run_mean == pytest.approx(0.75)
+        boot = s.per_run_bootstrap
+        assert boot is not None and boot.point == s.per_run_mean
+        by_hand = np.asarray([1.0, 0.5])[np.random.default_rng(3).integers(0, 2, size=(200, 2))].mean(axis=1)
+        assert boot.mean == pytest.approx(float(by_hand.mean()))
+        assert boot.std == pytest.approx(float(by_hand.std(ddof=1)))
+        assert (boot.ci_low, boot.ci_high, boot.replicates, boot.seed) == (0.5, 1.0, 200, 3)
+        again = summarize(
+            list(reversed(records)),
+            items,
+            dataset="demo",
+            metric_name=metric,
+            runs_per_item=2,
+            seed=3,
+            scoring=ScoringSettings(
+                tie_rule="lowest_run_index", panda_null_as_zero=True, bootstrap_replicates=200
+            ),
+            provenance=PROVENANCE,
+        )
+        assert again.per_run_bootstrap == boot  # deterministic by seed, whatever the records' order
+
+
+def test_one_run_per_item_has_no_per_run_bootstrap() -> None:
+    s = summary_of([rec(0, 1, 1), rec(1, 2, 2)], [item(0, 1), item(1, 2)])
+    assert s.per_run == [] and s.per_run_mean is None and s.per_run_bootstrap is None

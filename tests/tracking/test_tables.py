@@ -50,6 +50,7 @@ def log_job(
     n_scored: int | None = None,
     cost: float | None = None,
     extra: dict[str, float] | None = None,
+    params: dict[str, str] | None = None,
 ) -> str:
     """One job run as scripts/run_eval.py logs it (explicit start times: the newest run wins a cell)."""
     client = mlflow.MlflowClient()
@@ -77,6 +78,8 @@ def log_job(
         client.log_metric(run.info.run_id, name, value)
     if thumb is not None:
         client.log_param(run.info.run_id, "agent.thumbnail_size", str(thumb))
+    for name, value in (params or {}).items():
+        client.log_param(run.info.run_id, name, value)
     client.set_terminated(run.info.run_id)
     return run.info.run_id
 

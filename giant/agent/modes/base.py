@@ -58,7 +58,9 @@ class Mode(Generic[C]):
         return f"{short}={value}"
 
     def published_method(self, runs_per_item: int, settings: Mapping[str, int | None]) -> str | None:
-        """The Table 1 method (giant.tracking.published) a run with these agent settings reproduces."""
+        """The Table 1 method (giant.tracking.published) a run with these agent settings reproduces.
+        `runs_per_item` is the table record's: 1 for a one-run job and for the per-run mean of a
+        k-run job (its "x1" record, giant.tracking.tables.load), k for that job's vote."""
         return None
 
 

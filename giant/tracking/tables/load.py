@@ -1,5 +1,11 @@
 """Job runs read back from MLflow as `RunRecord`s, by the tag and metric names of giant.tracking.names
-(so a table can be rebuilt at any time from the store alone, no output folders needed)."""
+(so a table can be rebuilt at any time from the store alone, no output folders needed).
+
+A job with k > 1 runs per item is two records: its vote ("xk", the metric) and its per-run mean ("x1":
+the mean over the k runs of each run's metric, with that mean's bootstrap), which shares its row with
+one-run jobs of the same configuration (see `latest_per_row_and_task` for which of them a cell shows).
+A k-run job logged before the per-run bootstrap existed is its vote alone (re-scoring it with
+scripts/rescore.py logs the bootstrap)."""
 
 from __future__ import annotations
 
@@ -11,6 +17,10 @@ from mlflow.entities import Run
 from giant.errors import ConfigError
 from giant.tracking.names import (
     DATASET_TAG,
+    PER_RUN_BOOT_MEAN_METRIC,
+    PER_RUN_BOOT_STD_METRIC,
+    PER_RUN_CI_HIGH_METRIC,
+    PER_RUN_CI_LOW_METRIC,
     REPORT_ROLE,
     RESCORE_TAG,
     ROLE_TAG,
@@ -47,6 +57,40 @@ def _tiers(metrics: dict[str, float]) -> TierSpend | None:
         cost_usd=metrics.get("cost_usd"),
         cost_flex_usd=metrics.get("cost_flex_usd", 0.0),
         cost_batch_usd=metrics.get("cost_batch_usd", 0.0),
+    )
+
+
+def _records(run: Run) -> list[RunRecord]:
+    """The run's record, and with k > 1 runs per item also its per-run mean's; none for a run that is
+    not a job or logged no score."""
+    record = _record(run)
+    if record is None:
+        return []
+    per_run = _per_run_record(record, run.data.metrics)
+    return [record] if per_run is None else [record, per_run]
+
+
+def _per_run_record(record: RunRecord, metrics: dict[str, float]) -> RunRecord | None:
+    """A k-run job's per-run mean as a one-run record (so it takes a one-run job's row and published
+    row); its cost per item is one run's (the job's over k), its tier spend stays with the vote's
+    record (counted once), its failed items are unknown. None for k = 1, or when the per-run bootstrap
+    was not logged (a run of an older giant)."""
+    k = record.runs_per_item
+    if k < 2 or PER_RUN_BOOT_MEAN_METRIC not in metrics or PER_RUN_BOOT_STD_METRIC not in metrics:
+        return None
+    cost = record.cost_per_item
+    return record.model_copy(
+        update={
+            "runs_per_item": 1,
+            "per_run_mean_of": k,
+            "mean": metrics[PER_RUN_BOOT_MEAN_METRIC],
+            "std": metrics[PER_RUN_BOOT_STD_METRIC],
+            "ci_low": metrics.get(PER_RUN_CI_LOW_METRIC),
+            "ci_high": metrics.get(PER_RUN_CI_HIGH_METRIC),
+            "failed": None,
+            "cost_per_item": None if cost is None else cost / k,
+            "tiers": None,
+        }
     )
 
 
@@ -92,7 +136,8 @@ def load_runs(
     *, experiment: str = "giant", sweep_id: str | None = None, filter_string: str | None = None
 ) -> list[RunRecord]:
     """Job runs of an experiment (optionally one sweep, or an MLflow filter) from the current
-    tracking URI. Raises ConfigError with one line when there is nothing to tabulate."""
+    tracking URI, a k-run job as two records (its vote and its per-run mean). Raises ConfigError
+    with one line when there is nothing to tabulate."""
     where = " and ".join(
         part for part in (tag_filter(SWEEP_ID_TAG, sweep_id) if sweep_id else "", filter_string or "") if part
     )
@@ -103,7 +148,7 @@ def load_runs(
         )
     runs = mlflow.search_runs(experiment_names=[experiment], filter_string=where, output_format="list")
     assert isinstance(runs, list)
-    records = [r for r in (_record(run) for run in runs) if r is not None]
+    records = [record for run in runs for record in _records(run)]
     if not records:
         scope = f" matching '{where}'" if where else ""
         raise ConfigError(

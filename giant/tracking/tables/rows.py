@@ -64,6 +64,9 @@ class RunRecord(BaseModel):
     cost_per_item: float | None = None  # USD; None: unknown (a model without a price, or not logged)
     tiers: TierSpend | None = None  # calls and dollars per billing tier (None: not logged)
     complete: bool = True  # False: a budget stop, interruption or missing slides left items unmeasured
+    # The per-run mean of a k-run job (giant.tracking.tables.load): k, the runs it averages; this record
+    # then has runs_per_item 1 and the job's other fields. None: the run's own metric.
+    per_run_mean_of: int | None = None
     start_time: int = 0  # a re-score: its source's start time
     rescored_at: int = 0  # a re-score: its own start time (0: not a re-score)
 
@@ -169,7 +172,13 @@ def sort_key(key: RowKey) -> tuple[object, ...]:
 
 
 def latest_per_row_and_task(records: Iterable[RunRecord]) -> tuple[list[RunRecord], int]:
-    """The newest run of each (row, task); re-running a configuration replaces its cell."""
+    """The newest run of each (row, task); re-running a configuration replaces its cell.
+
+    The same rule settles a one-run row ("x1") that both a one-run job and the per-run mean of a
+    k-run job of the same configuration fill: the newer job's figure is the cell. (A k-run job that
+    resumes a one-run job starts later, so its mean over k runs, the first of them the one-run
+    job's, replaces the single run; `make_tables.py --filter "tags.runs_per_item = '1'"` leaves the
+    k-run jobs out.)"""
     newest: dict[tuple[object, ...], RunRecord] = {}
     total = 0
     for rec in records:
