@@ -26,7 +26,7 @@ from giant.config import (
     one_line,
     resolve,
     shipped,
-)  # also registers ${giant_root:}
+)  # also registers ${giant_root:} and the `tools: all` option
 from giant.errors import EXIT_CONFIG, EXIT_FAILED, ConfigError, exit_with
 from giant.llm.config import ProviderConfig
 from giant.tools.settings import ToolSettings
@@ -38,10 +38,12 @@ class AskSettings(BaseModel):
     """conf/ask.yaml validated once: every later step reads these, never the raw config."""
 
     model_config = ConfigDict(extra="ignore")  # `paths` only feeds interpolations
-    slide: Path
-    question: str = Field(min_length=1)
-    options: list[str]  # default and meaning: conf/ask.yaml
-    seed: int
+    slide: Path = Field(description="The whole-slide image file, any format OpenSlide reads (required).")
+    question: str = Field(min_length=1, description="The question, as the model sees it (required).")
+    options: list[str] = Field(
+        description="Answer options, shown numbered 1..n (the model answers with the number); []: free text."
+    )
+    seed: int = Field(description="Seed of the random provider's draws and of the sampling modes.")
     provider: ProviderConfig
     agent: AgentConfig
     tools: ToolSettings

@@ -1,22 +1,28 @@
 """Tools the navigating agent may consult besides cropping (paper Table 3: CONCH).
 
-A tool is a registered `Tool` class (giant.tools.base: the contract) in a package here, found at import
-like the modes; its settings (`tools.<name>`, conf/tools/) join `ToolSettings` and `agent.tools`
+A tool is a registered `Tool` class (giant.tools.base: the contract) in a package here, imported the
+first time the registry (`TOOLS`) is read (giant.tools.registry), so a tool's imports make no circle
+at start-up; its settings (`tools.<name>`, conf/tools/<name>.yaml) join `ToolSettings` and `agent.tools`
 enables it per run. This package imports no model code: PyTorch is loaded only when a run enables a
 tool (the `conch` extra).
 """
 
-import importlib
-import pkgutil
+from typing import TYPE_CHECKING, Any
 
 from giant.tools.base import Seen, Tool, ToolRecord, UnusableCall
 from giant.tools.registry import TOOLS, load_tools, loaded, register, unregister
 
-for _module in pkgutil.iter_modules(__path__):
-    if _module.ispkg:
-        importlib.import_module(f"{__name__}.{_module.name}")
+if TYPE_CHECKING:
+    from giant.tools.settings import ToolSettings
 
-from giant.tools.settings import ToolSettings  # noqa: E402  (built from the tools found above)
+
+def __getattr__(name: str) -> Any:
+    if name == "ToolSettings":  # built from the registry: importing it imports every tool package
+        from giant.tools.settings import ToolSettings
+
+        return ToolSettings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "TOOLS",

@@ -1,5 +1,11 @@
 """The tools' settings (`tools.<name>.*`, defaults in conf/tools/<name>.yaml): one field per
-registered tool, holding that tool's own settings model."""
+registered tool, holding that tool's own settings model.
+
+Hydra composes every conf/tools/<name>.yaml (giant.config), so a run holds every tool's settings; a
+field is None only where a record keeps just the tools its run enabled (`RunSettings.record`, a
+re-score), and a tool that `agent.tools` names without settings is one ConfigError line (load_tools).
+Importing this module reads the registry, which imports every tool package: a tool module must not
+import it (or giant.config) at its top."""
 
 from __future__ import annotations
 
@@ -16,5 +22,5 @@ else:
     ToolSettings = create_model(
         "ToolSettings",
         __config__=ConfigDict(extra="forbid"),
-        **{name: (tool.settings, ...) for name, tool in TOOLS.items()},
+        **{name: (tool.settings | None, None) for name, tool in TOOLS.items()},
     )
