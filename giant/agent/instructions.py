@@ -192,3 +192,10 @@ EXTRA_CROP_SKIPPED = (
     "Not executed: your step budget for crops was already used by the earlier crops of this turn."
 )
 NOTE_RECORDED = "Note recorded."
+
+
+def unavailable_action_text(action: str, offered: Sequence[str]) -> str:
+    """A step the model sent whose action this run does not offer (a tool not enabled, a note
+    without the note tool): said back, never skipped in silence."""
+    choices = ", ".join(["crop", *offered, "answer"])
+    return f"Not executed: '{action}' is not available in this task. Use one of: {choices}."

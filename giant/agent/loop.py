@@ -199,6 +199,10 @@ class Navigator:
                 ep.steps += 1
                 ep.answered(action.text, budget_forced=state.budget_forced)
                 return True
+            if not isinstance(action, CropAction) and action.type not in self.extra_actions:
+                text = instructions.unavailable_action_text(action.type, self.extra_actions)
+                reject(step, text, self._failure_status(state), f"{action.type} is not offered in this run")
+                continue
             if must_answer:
                 if not limit_violated:
                     limit_violated = True

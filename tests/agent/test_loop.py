@@ -67,6 +67,24 @@ def test_force_answer_lists_what_was_examined(tmp_path: Path, item: Item, slide_
     assert provider.sent[2][1].must_answer and not provider.sent[1][1].must_answer
 
 
+def test_an_action_the_run_does_not_offer_is_said_back_and_counted(
+    tmp_path: Path, item: Item, slide_path: Path
+) -> None:
+    """A note without the note tool (or a tool not enabled) used to be parsed and skipped in
+    silence: no reply, no correction, no failure counted."""
+    provider = scripted(tmp_path, [note("glands"), crop(0, 0, 2000, 2000), answer(2)])
+    traj = run(item, slide_path, provider, max_steps=5)
+    assert traj.status == "answered" and traj.notes == []
+    said = instructions.unavailable_action_text("note", [])
+    assert traj.calls[0].feedback == said and said.startswith("Not executed: 'note'")
+    assert said in texts(provider.sent[1][0])
+    assert traj.totals.crops == 1
+
+    failing = scripted(tmp_path, [note("a"), note("b"), note("c")])
+    traj = run(item, slide_path, failing, max_steps=5)
+    assert traj.status == "retries_exhausted" and "note is not offered" in traj.reason
+
+
 def test_invalid_crop_is_clamped_by_default(tmp_path: Path, item: Item, slide_path: Path) -> None:
     provider = scripted(tmp_path, [crop(5000, 3000, 3000, 3000), crop(10, 10, 300, 300), answer()])
     traj = run(item, slide_path, provider, max_steps=5)
