@@ -96,6 +96,7 @@ Status = Literal[
     "slide_error",
     "slide_missing",
     "provider_error",
+    "context_exceeded",  # the conversation outgrew the model's context window (an open model's max_model_len)
 ]
 
 # Why an item-run could not measure the model: something the user fixes (a slide, the key, the model

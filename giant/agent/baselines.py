@@ -134,7 +134,7 @@ async def run_patch(ep: EpisodeState[PatchConfig]) -> None:
         await ep.add_crop(where.first_call, patch)
         ep.crops += 1
     # A fatal error or a budget stop ends the item whatever the other patches answered.
-    ending = ("provider_error", "budget_exceeded")
+    ending = ("provider_error", "context_exceeded", "budget_exceeded")
     fatal = next((r for r in results if isinstance(r, EpisodeEnd) and r.status in ending), None)
     if fatal is not None:
         raise fatal

@@ -61,6 +61,8 @@ def trajectory_cause(trajectory: Trajectory) -> SetupCause | None:
     connection): one unparseable or refused reply in it makes it the model's."""
     if trajectory.status in _SLIDE_STATUS:
         return _SLIDE_STATUS[trajectory.status]
+    if trajectory.status == "context_exceeded":
+        return "context"
     if trajectory.status == "provider_error":
         failed = [call for call in trajectory.calls if call.error_kind is not None]
         return failed[-1].cause if failed else None

@@ -33,6 +33,7 @@ CAUSES: dict[str, str] = {
     "budget_exceeded": "stopped by the item or run budget",
     "timeout": "cut by the item timeout",
     "provider_error": "a fatal provider error",
+    "context_exceeded": "the conversation outgrew the model's context window",
     "slide_problem": "the slide was missing or unreadable",
     "other": "another ending (see the item's reason)",
 }
@@ -45,6 +46,7 @@ _STATUS_CAUSES = {
     "budget_exceeded": "budget_exceeded",
     "timeout": "timeout",
     "provider_error": "provider_error",
+    "context_exceeded": "context_exceeded",
     "slide_error": "slide_problem",
     "slide_missing": "slide_problem",
     SKIPPED: "slide_problem",

@@ -163,6 +163,6 @@ def test_a_context_overflow_ends_the_item_with_its_cause_and_the_knobs(
         _run(base_url, wsi_root, tmp_path, 2)
     first, second = read_results(tmp_path / RESULTS_FILE)
     assert (first.status, first.cause) == ("answered", None)
-    assert (second.status, second.cause) == ("provider_error", "context")
+    assert (second.status, second.cause) == ("context_exceeded", "context")
     assert "the request exceeds the model's context (max_model_len 8192" in second.reason
     assert "agent.max_images_in_context" in second.reason and "agent.crop_size" in second.reason
