@@ -319,8 +319,8 @@ def one_line(exc: ValidationError) -> str:
     """The first pydantic error as `dotted.key=value: message; fix it`."""
     error = exc.errors()[0]
     parts = [str(part) for part in error["loc"]]
-    tags = {"agent": MODES, "provider": PROVIDER_NAMES}
-    if len(parts) > 1 and parts[1] in tags.get(parts[0], ()):
+    discriminators = {"agent": MODES, "provider": PROVIDER_NAMES}  # of the union sections
+    if len(parts) > 1 and parts[1] in discriminators.get(parts[0], ()):
         del parts[1]  # the tag pydantic adds for a union member: `agent.giant.x` is `agent.x`
     location = ".".join(parts)
     location = location.removeprefix("run.")  # run options are top-level keys on the command line

@@ -13,6 +13,8 @@ import os
 import sys
 from pathlib import Path
 
+from giant.tracking.names import MODEL_TAG
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_URI = f"sqlite:///{REPO / 'mlruns' / 'mlflow.db'}"
 
@@ -29,7 +31,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--experiment", default="giant", help="experiment name (default: giant)")
     parser.add_argument("--sweep-id", default=None, help="only the job runs of this sweep (tag sweep_id)")
     parser.add_argument(
-        "--filter", default=None, help="an MLflow filter string, e.g. \"tags.model = 'gpt-5'\""
+        "--filter", default=None, help=f"an MLflow filter string, e.g. \"tags.{MODEL_TAG} = 'gpt-5'\""
     )
     parser.add_argument("--out", type=Path, default=Path("outputs/tables"), help="output folder")
     parser.add_argument(

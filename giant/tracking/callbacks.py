@@ -31,9 +31,19 @@ from giant.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, ConfigError
 from giant.outcomes import JobOutcome, clear_outcomes, exit_code, failure_line, read_outcomes
 from giant.secrets import scrub, secret_values
 from giant.tracking.names import (
+    AGENT_MODE_TAG,
+    BOOT_STD_METRIC,
+    COST_METRIC,
+    CROP_SIZE_TAG,
     DATASET_TAG,
     FAILURE_TAG,
     INTERRUPTION_TAG,
+    MAIN_METRIC,
+    MAX_STEPS_TAG,
+    N_FAILED_METRIC,
+    N_INCOMPLETE_METRIC,
+    N_ITEMS_METRIC,
+    N_JOBS_METRIC,
     OUTPUT_DIR_TAG,
     OVERRIDES_TAG,
     PARENT_TAG,
@@ -53,6 +63,9 @@ log = logging.getLogger(__name__)
 SWEEP_TABLE = "sweep_runs.csv"
 STATUS_ORDER = ["complete", "incomplete", "failed", "interrupted"]  # a sweep's status: its worst job's
 STOP_CODES = {"Ctrl-C": EXIT_INTERRUPTED, "SIGTERM": EXIT_TERMINATED}  # a stop's reason and exit code
+# The columns of SWEEP_TABLE read from each job's run, beside its outcome
+TABLE_TAGS = (DATASET_TAG, AGENT_MODE_TAG, MAX_STEPS_TAG, CROP_SIZE_TAG, STATUS_TAG)
+TABLE_METRICS = (MAIN_METRIC, BOOT_STD_METRIC, N_ITEMS_METRIC, COST_METRIC)
 
 
 def tracking_settings(config: DictConfig) -> TrackingSettings:
@@ -207,9 +220,9 @@ class MlflowSweepCallback(Callback):
         )
         jobs = jobs_status(children, outcomes)
         for key, value in {
-            "n_jobs": len(jobs),
-            "n_failed": sum(status == "failed" for status in jobs.values()),
-            "n_incomplete": sum(status == "incomplete" for status in jobs.values()),
+            N_JOBS_METRIC: len(jobs),
+            N_FAILED_METRIC: sum(status == "failed" for status in jobs.values()),
+            N_INCOMPLETE_METRIC: sum(status == "incomplete" for status in jobs.values()),
         }.items():
             client.log_metric(sweep.parent_run_id, key, value)
         overall = sweep_status(list(jobs.values()))
@@ -239,13 +252,8 @@ class MlflowSweepCallback(Callback):
                 "run_id": child.info.run_id,
                 "run_name": child.info.run_name,
                 "mlflow_status": child.info.status,
-                **{
-                    key: child.data.tags.get(key) for key in (DATASET_TAG, "agent_mode", "T", "S", STATUS_TAG)
-                },
-                **{
-                    key: child.data.metrics.get(key)
-                    for key in ("metric", "metric_boot_std", "n_items", "cost_usd")
-                },
+                **{key: child.data.tags.get(key) for key in TABLE_TAGS},
+                **{key: child.data.metrics.get(key) for key in TABLE_METRICS},
             }
             for child in children
         ]

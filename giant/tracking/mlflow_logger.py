@@ -1,4 +1,4 @@
-"""One MLflow run per Hydra job, a child of its sweep's parent run; names fixed in docs/ARCHITECTURE.md.
+"""One MLflow run per Hydra job, a child of its sweep's parent run; names in giant.tracking.names.
 
 The client API (`MlflowClient`) is used instead of the fluent one so that no global "active run"
 leaks between jobs of a sweep that share a process (Hydra's basic launcher).
@@ -32,24 +32,73 @@ from giant.record.summary import Summary
 from giant.secrets import contains_secret, scrub, secret_values
 from giant.storage import is_stored_image, link_or_copy
 from giant.tracking.names import (
+    ACCURACY_METRIC,
+    ACTIVE_S_METRIC,
+    AGENT_MODE_TAG,
+    BALANCED_ACCURACY_METRIC,
+    BOOT_MEAN_METRIC,
+    BOOT_STD_METRIC,
+    CACHE_HIT_RATIO_METRIC,
+    CALLS_BATCH_METRIC,
+    CALLS_FLEX_METRIC,
+    CALLS_PAID_METRIC,
+    CALLS_PER_MIN_METRIC,
+    CALLS_REPLAYED_METRIC,
+    CI_HIGH_METRIC,
+    CI_LOW_METRIC,
     CONFIG_HASH_TAG,
+    COST_BATCH_METRIC,
+    COST_FLEX_METRIC,
+    COST_METRIC,
+    COST_PER_ITEM_METRIC,
+    COST_REPLAYED_METRIC,
+    CROP_SIZE_TAG,
+    CROPS_PER_ITEM_METRIC,
+    DATASET_HASH_TAG,
     DATASET_TAG,
     EXPERIMENT_KIND_TAG,
     FAILURE_TAG,
+    GIT_COMMIT_TAG,
+    GPU_COST_METRIC,
+    INCOMPLETE_REASON_TAG,
     INTERRUPTION_TAG,
+    ITEMS_PER_HOUR_METRIC,
     JOB_ROLE,
+    MAIN_METRIC,
+    MAX_STEPS_TAG,
+    METRIC_NAME_TAG,
     MODEL_DEVELOPMENT,
+    MODEL_TAG,
+    N_DATASET_DEFECTS_METRIC,
+    N_ITEMS_METRIC,
+    N_SCORED_METRIC,
+    N_SKIPPED_METRIC,
+    N_SLIDES_MISSING_METRIC,
+    OUTPUT_TOKENS_PER_S_METRIC,
     PARENT_TAG,
     PER_RUN_BOOT_MEAN_METRIC,
     PER_RUN_BOOT_STD_METRIC,
     PER_RUN_CI_HIGH_METRIC,
     PER_RUN_CI_LOW_METRIC,
     PER_RUN_MEAN_METRIC,
+    PER_RUN_STD_METRIC,
+    PROVIDER_TAG,
     ROLE_TAG,
+    RUN_METRIC,
+    RUNS_PER_ITEM_TAG,
+    SCORED_ONLY_METRIC,
     SETUP_METRIC_PREFIX,
     STATUS_METRIC_PREFIX,
     STATUS_TAG,
+    STEPS_MAX_METRIC,
+    STEPS_MEAN_METRIC,
     SWEEP_ID_TAG,
+    TOKENS_CACHE_WRITE_METRIC,
+    TOKENS_CACHED_METRIC,
+    TOKENS_INPUT_METRIC,
+    TOKENS_OUTPUT_METRIC,
+    TOKENS_REASONING_METRIC,
+    WALL_S_METRIC,
 )
 from giant.tracking.params import to_params
 from giant.tracking.store import ensure_sqlite_store, opening_store, sqlite_path
@@ -146,73 +195,73 @@ def job_tags(
     benchmarks = sorted({item.benchmark for item in items})
     return {
         ROLE_TAG: JOB_ROLE,
-        "dataset": "+".join(benchmarks) or settings.dataset.name,
-        "metric_name": items[0].metric if items else "",
-        "provider": settings.provider.name,
-        "model": settings.provider.model,
-        "agent_mode": settings.agent.mode,
-        "T": str(settings.agent.max_steps),
-        "S": str(settings.agent.crop_size),
-        "runs_per_item": str(settings.run.runs_per_item),
+        DATASET_TAG: "+".join(benchmarks) or settings.dataset.name,
+        METRIC_NAME_TAG: items[0].metric if items else "",
+        PROVIDER_TAG: settings.provider.name,
+        MODEL_TAG: settings.provider.model,
+        AGENT_MODE_TAG: settings.agent.mode,
+        MAX_STEPS_TAG: str(settings.agent.max_steps),
+        CROP_SIZE_TAG: str(settings.agent.crop_size),
+        RUNS_PER_ITEM_TAG: str(settings.run.runs_per_item),
         CONFIG_HASH_TAG: settings.config_hash(),
-        "dataset_hash": dataset_hash,
-        "git_commit": git_commit or "unknown",
+        DATASET_HASH_TAG: dataset_hash,
+        GIT_COMMIT_TAG: git_commit or "unknown",
         SWEEP_ID_TAG: sweep_id,
         STATUS_TAG: "running",
     }
 
 
 def summary_metrics(summary: Summary) -> dict[str, float]:
-    """summary.json as the metric names of docs/ARCHITECTURE.md (values copied, never recomputed)."""
+    """summary.json as the metric names of giant.tracking.names (values copied, never recomputed)."""
     totals = summary.totals
     metrics: dict[str, float | None] = {
-        "metric": summary.metric.point,
-        "metric_boot_mean": summary.metric.mean,
-        "metric_boot_std": summary.metric.std,
-        "metric_ci_low": summary.metric.ci_low,
-        "metric_ci_high": summary.metric.ci_high,
-        "metric_scored_only": summary.metric_scored_only,
-        "accuracy": summary.accuracy,
-        "balanced_accuracy": summary.balanced_accuracy,
-        "n_items": summary.n_items,
-        "n_scored": summary.n_scored,
-        "n_skipped": summary.n_skipped,
-        "n_dataset_defects": summary.n_dataset_defects,
-        "steps_mean": totals.steps_mean,
-        "steps_max": totals.steps_max,
-        "crops_per_item": totals.crops_per_item,
-        "tokens_input": totals.input_tokens,
-        "tokens_output": totals.output_tokens,
-        "tokens_reasoning": totals.reasoning_tokens,
-        "tokens_cached": totals.cached_input_tokens,
-        "tokens_cache_write": totals.cache_write_tokens,
-        "cost_usd": totals.cost_usd,
-        "cost_per_item_usd": totals.cost_usd / summary.n_items
+        MAIN_METRIC: summary.metric.point,
+        BOOT_MEAN_METRIC: summary.metric.mean,
+        BOOT_STD_METRIC: summary.metric.std,
+        CI_LOW_METRIC: summary.metric.ci_low,
+        CI_HIGH_METRIC: summary.metric.ci_high,
+        SCORED_ONLY_METRIC: summary.metric_scored_only,
+        ACCURACY_METRIC: summary.accuracy,
+        BALANCED_ACCURACY_METRIC: summary.balanced_accuracy,
+        N_ITEMS_METRIC: summary.n_items,
+        N_SCORED_METRIC: summary.n_scored,
+        N_SKIPPED_METRIC: summary.n_skipped,
+        N_DATASET_DEFECTS_METRIC: summary.n_dataset_defects,
+        STEPS_MEAN_METRIC: totals.steps_mean,
+        STEPS_MAX_METRIC: totals.steps_max,
+        CROPS_PER_ITEM_METRIC: totals.crops_per_item,
+        TOKENS_INPUT_METRIC: totals.input_tokens,
+        TOKENS_OUTPUT_METRIC: totals.output_tokens,
+        TOKENS_REASONING_METRIC: totals.reasoning_tokens,
+        TOKENS_CACHED_METRIC: totals.cached_input_tokens,
+        TOKENS_CACHE_WRITE_METRIC: totals.cache_write_tokens,
+        COST_METRIC: totals.cost_usd,
+        COST_PER_ITEM_METRIC: totals.cost_usd / summary.n_items
         if totals.cost_usd is not None and summary.n_items
         else None,
-        "cache_hit_ratio": totals.cache_hit_ratio,
-        "calls_paid": totals.calls - totals.calls_replayed,
-        "calls_replayed": totals.calls_replayed,
-        "calls_flex": totals.calls_flex,  # paid calls billed at a discounted tier; the rest were standard
-        "calls_batch": totals.calls_batch,
-        "cost_flex_usd": totals.cost_flex_usd,  # of cost_usd; the rest was billed at the standard tier
-        "cost_batch_usd": totals.cost_batch_usd,
-        "cost_replayed_usd": totals.replayed_cost_usd,
-        "wall_s": totals.wall_s,
-        "items_per_hour": totals.items_per_hour,
-        "active_s": totals.active_s,
-        "gpu_cost_usd": totals.gpu_cost_usd,
-        "output_tokens_per_s": totals.output_tokens_per_s,
-        "calls_per_min": totals.calls_per_min,
+        CACHE_HIT_RATIO_METRIC: totals.cache_hit_ratio,
+        CALLS_PAID_METRIC: totals.calls - totals.calls_replayed,
+        CALLS_REPLAYED_METRIC: totals.calls_replayed,
+        CALLS_FLEX_METRIC: totals.calls_flex,
+        CALLS_BATCH_METRIC: totals.calls_batch,
+        COST_FLEX_METRIC: totals.cost_flex_usd,
+        COST_BATCH_METRIC: totals.cost_batch_usd,
+        COST_REPLAYED_METRIC: totals.replayed_cost_usd,
+        WALL_S_METRIC: totals.wall_s,
+        ITEMS_PER_HOUR_METRIC: totals.items_per_hour,
+        ACTIVE_S_METRIC: totals.active_s,
+        GPU_COST_METRIC: totals.gpu_cost_usd,
+        OUTPUT_TOKENS_PER_S_METRIC: totals.output_tokens_per_s,
+        CALLS_PER_MIN_METRIC: totals.calls_per_min,
         PER_RUN_MEAN_METRIC: summary.per_run_mean,
-        "per_run_std": summary.per_run_std,
+        PER_RUN_STD_METRIC: summary.per_run_std,
     }
     if (per_run := summary.per_run_bootstrap) is not None:  # k > 1: the "x1" row's interval
         metrics[PER_RUN_BOOT_MEAN_METRIC] = per_run.mean
         metrics[PER_RUN_BOOT_STD_METRIC] = per_run.std
         metrics[PER_RUN_CI_LOW_METRIC] = per_run.ci_low
         metrics[PER_RUN_CI_HIGH_METRIC] = per_run.ci_high
-    metrics["n_slides_missing"] = summary.n_slides_missing
+    metrics[N_SLIDES_MISSING_METRIC] = summary.n_slides_missing
     for status, count in summary.counts_by_status.items():
         metrics[f"{STATUS_METRIC_PREFIX}{status}"] = count
     for cause, count in summary.setup_causes.items():
@@ -226,8 +275,8 @@ def summary_metrics(summary: Summary) -> dict[str, float]:
 # The metrics that state a score; a run halted by a setup failure logs none of them, so it never
 # becomes a table cell (giant.tracking.tables reads metric_boot_mean).
 SCORE_METRICS = (
-    *("metric", "metric_boot_mean", "metric_boot_std", "metric_ci_low", "metric_ci_high"),
-    *("metric_scored_only", "accuracy", "balanced_accuracy", PER_RUN_MEAN_METRIC, "per_run_std"),
+    *(MAIN_METRIC, BOOT_MEAN_METRIC, BOOT_STD_METRIC, CI_LOW_METRIC, CI_HIGH_METRIC),
+    *(SCORED_ONLY_METRIC, ACCURACY_METRIC, BALANCED_ACCURACY_METRIC, PER_RUN_MEAN_METRIC, PER_RUN_STD_METRIC),
     *(PER_RUN_BOOT_MEAN_METRIC, PER_RUN_BOOT_STD_METRIC, PER_RUN_CI_LOW_METRIC, PER_RUN_CI_HIGH_METRIC),
 )
 
@@ -261,7 +310,7 @@ class JobRun:
             start_tags = dict(tags)
             if sweep is not None and sweep.tracking_uri == settings.tracking.uri:
                 start_tags[PARENT_TAG] = sweep.parent_run_id
-            name = run_name(settings, tags.get("dataset", settings.dataset.name))
+            name = run_name(settings, tags.get(DATASET_TAG, settings.dataset.name))
             run_id = client.create_run(experiment_id, run_name=name, tags=start_tags).info.run_id
         job = cls(client, run_id, settings)
         job.set_tags(tags)
@@ -286,12 +335,12 @@ class JobRun:
         now = get_current_time_millis()
         metrics = [Metric(name, value, now, 0) for name, value in summary_metrics(summary).items()]
         if not summary.setup_failure:
-            metrics += [Metric("run_metric", value, now, k) for k, value in enumerate(summary.per_run)]
+            metrics += [Metric(RUN_METRIC, value, now, k) for k, value in enumerate(summary.per_run)]
         self.client.log_batch(self.run_id, metrics=metrics)
         status = "stopped" if summary.setup_failure else "complete" if summary.complete else "incomplete"
-        tags = {STATUS_TAG: status, DATASET_TAG: summary.benchmark, "metric_name": summary.metric_name}
+        tags = {STATUS_TAG: status, DATASET_TAG: summary.benchmark, METRIC_NAME_TAG: summary.metric_name}
         if not summary.complete:
-            tags["incomplete_reason"] = summary.incomplete_reason[:500]
+            tags[INCOMPLETE_REASON_TAG] = summary.incomplete_reason[:500]
         self.set_tags(tags)
 
     def log_artifacts(self, files: dict[str, Path], folders: dict[str, Path]) -> None:

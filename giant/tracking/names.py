@@ -1,7 +1,8 @@
-"""Every MLflow tag, role and metric-prefix name giant writes or reads (and the per-run metrics of a
-k-run job), spelled once: the writers
-(mlflow_logger, callbacks, job, rescore, compare) and the readers (tables, compare's sources, the
-tests) import them, so a renamed tag cannot leave a reader searching for the old one."""
+"""Every MLflow tag, role and metric name giant writes or reads, spelled once: the writers
+(mlflow_logger, callbacks, traces, job, rescore, compare) and the readers (tables, compare's sources,
+the scripts' filters) import them, so a renamed tag cannot leave a reader searching for the old one
+(tests/tracking/test_tag_names.py finds a name spelled anywhere else). The values are what stored runs
+hold: renaming one orphans every run logged before."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ SWEEP_ROLE: Final = "sweep"
 REPORT_ROLE: Final = "report"
 COMPARISON_ROLE: Final = "comparison"
 
-# Plain tags of a job or sweep run (the tables and filters read them by these names)
+# Plain tags of a job or sweep run (the tables and filters read them by these names, and users type
+# them in --filter strings: "tags.model = 'gpt-5'")
 SWEEP_ID_TAG: Final = "sweep_id"
 OUTPUT_DIR_TAG: Final = "output_dir"
 STATUS_TAG: Final = "status"
@@ -40,11 +42,72 @@ INTERRUPTION_TAG: Final = "interruption"
 FAILURE_TAG: Final = "failure"
 OVERRIDES_TAG: Final = "overrides"
 CONFIG_HASH_TAG: Final = "config_hash"
-DATASET_TAG: Final = "dataset"
+DATASET_TAG: Final = "dataset"  # the benchmark(s) a job ran, "+"-joined; a comparison's, comma-joined
+METRIC_NAME_TAG: Final = "metric_name"  # which metric "metric" is: accuracy or balanced_accuracy
+PROVIDER_TAG: Final = "provider"
+MODEL_TAG: Final = "model"
+AGENT_MODE_TAG: Final = "agent_mode"
+MAX_STEPS_TAG: Final = "T"  # agent.max_steps, the paper's T
+CROP_SIZE_TAG: Final = "S"  # agent.crop_size, the paper's S
+RUNS_PER_ITEM_TAG: Final = "runs_per_item"  # k: runs per item, majority-voted when k > 1
+DATASET_HASH_TAG: Final = "dataset_hash"
+GIT_COMMIT_TAG: Final = "git_commit"
+INCOMPLETE_REASON_TAG: Final = "incomplete_reason"  # why a job's status is "incomplete"
+
+# Tags of a trace (one per trajectory, giant.tracking.traces)
+TRACE_ITEM_TAG: Final = "item"  # the item's key
+TRACE_STATUS_TAG: Final = "status"  # the run's status (answered, timeout, ...)
+
+# Metrics of a job run: its summary.json under these names (values copied, never recomputed;
+# giant.tracking.mlflow_logger.summary_metrics). Scores are fractions in [0, 1].
+MAIN_METRIC: Final = "metric"  # the task's metric (METRIC_NAME_TAG): voted when k > 1, failures wrong
+BOOT_MEAN_METRIC: Final = "metric_boot_mean"  # its bootstrap over items: the tables' cell
+BOOT_STD_METRIC: Final = "metric_boot_std"
+CI_LOW_METRIC: Final = "metric_ci_low"  # the bootstrap's 95% interval
+CI_HIGH_METRIC: Final = "metric_ci_high"
+SCORED_ONLY_METRIC: Final = "metric_scored_only"  # over the items with an answer only
+ACCURACY_METRIC: Final = "accuracy"
+BALANCED_ACCURACY_METRIC: Final = "balanced_accuracy"
+N_ITEMS_METRIC: Final = "n_items"  # items scored (failures count as incorrect, skipped ones excluded)
+N_SCORED_METRIC: Final = "n_scored"  # items with a parseable answer
+N_SKIPPED_METRIC: Final = "n_skipped"
+N_DATASET_DEFECTS_METRIC: Final = "n_dataset_defects"  # data defects that concern the job's items
+N_SLIDES_MISSING_METRIC: Final = "n_slides_missing"  # item-runs whose slide was not found
+STEPS_MEAN_METRIC: Final = "steps_mean"
+STEPS_MAX_METRIC: Final = "steps_max"
+CROPS_PER_ITEM_METRIC: Final = "crops_per_item"
+TOKENS_INPUT_METRIC: Final = "tokens_input"
+TOKENS_OUTPUT_METRIC: Final = "tokens_output"
+TOKENS_REASONING_METRIC: Final = "tokens_reasoning"
+TOKENS_CACHED_METRIC: Final = "tokens_cached"
+TOKENS_CACHE_WRITE_METRIC: Final = "tokens_cache_write"
+COST_METRIC: Final = "cost_usd"  # new spend (replayed calls cost nothing)
+COST_PER_ITEM_METRIC: Final = "cost_per_item_usd"
+CACHE_HIT_RATIO_METRIC: Final = "cache_hit_ratio"
+CALLS_PAID_METRIC: Final = "calls_paid"
+CALLS_REPLAYED_METRIC: Final = "calls_replayed"  # answered from the ledger (giant.llm.ledger)
+CALLS_FLEX_METRIC: Final = "calls_flex"  # paid calls billed at the flex tier; the rest were standard
+CALLS_BATCH_METRIC: Final = "calls_batch"  # paid calls billed at the batch tier
+COST_FLEX_METRIC: Final = "cost_flex_usd"  # of COST_METRIC, billed at the flex tier
+COST_BATCH_METRIC: Final = "cost_batch_usd"  # of COST_METRIC, billed at the batch tier
+COST_REPLAYED_METRIC: Final = "cost_replayed_usd"  # what the replayed calls cost when first paid
+WALL_S_METRIC: Final = "wall_s"
+ITEMS_PER_HOUR_METRIC: Final = "items_per_hour"
+ACTIVE_S_METRIC: Final = "active_s"
+GPU_COST_METRIC: Final = "gpu_cost_usd"
+OUTPUT_TOKENS_PER_S_METRIC: Final = "output_tokens_per_s"
+CALLS_PER_MIN_METRIC: Final = "calls_per_min"
+RUN_METRIC: Final = "run_metric"  # each of the k runs' metric, one step per run index
+PER_RUN_STD_METRIC: Final = "per_run_std"  # the std over the k runs' metrics
 
 # Metric-name prefixes: one metric per status and per setup cause of a job's summary
 STATUS_METRIC_PREFIX: Final = "status_"
 SETUP_METRIC_PREFIX: Final = "setup_"
+
+# Metrics of a sweep's parent run: its jobs, and how many of them failed or did not complete
+N_JOBS_METRIC: Final = "n_jobs"
+N_FAILED_METRIC: Final = "n_failed"
+N_INCOMPLETE_METRIC: Final = "n_incomplete"
 
 # Metrics of a k-run job (runs_per_item > 1) beside its vote: the mean over the k runs of each run's
 # metric, and that mean's bootstrap over items (mean, std, 95% interval). The tables read them as the

@@ -22,7 +22,7 @@ from giant.record import JobLayout, has_trajectory, latest_by_slot, read_results
 from giant.record.trajectory import Call, Trajectory
 from giant.secrets import scrub
 from giant.tracking.mlflow_logger import JobRun
-from giant.tracking.names import SOURCE_RUN
+from giant.tracking.names import SOURCE_RUN, TRACE_ITEM_TAG, TRACE_STATUS_TAG
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def _trace(trajectory: Trajectory, job: JobRun, experiment_id: str, *, correct: 
         span_type=SpanType.AGENT,
         inputs={"question": clean(trajectory.question), "slide": trajectory.slide_path},
         attributes={"mode": trajectory.mode, "T": str(trajectory.max_steps), "S": str(trajectory.crop_size)},
-        tags={"item": trajectory.item_key, "status": trajectory.status},
+        tags={TRACE_ITEM_TAG: trajectory.item_key, TRACE_STATUS_TAG: trajectory.status},
         metadata={SOURCE_RUN: job.run_id},
         experiment_id=experiment_id,
         start_time_ns=start_ns,

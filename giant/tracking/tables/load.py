@@ -16,7 +16,24 @@ from mlflow.entities import Run
 
 from giant.errors import ConfigError
 from giant.tracking.names import (
+    AGENT_MODE_TAG,
+    BOOT_MEAN_METRIC,
+    BOOT_STD_METRIC,
+    CALLS_BATCH_METRIC,
+    CALLS_FLEX_METRIC,
+    CALLS_PAID_METRIC,
+    CI_HIGH_METRIC,
+    CI_LOW_METRIC,
+    COST_BATCH_METRIC,
+    COST_FLEX_METRIC,
+    COST_METRIC,
+    COST_PER_ITEM_METRIC,
+    CROP_SIZE_TAG,
     DATASET_TAG,
+    MAX_STEPS_TAG,
+    MODEL_TAG,
+    N_ITEMS_METRIC,
+    N_SCORED_METRIC,
     PER_RUN_BOOT_MEAN_METRIC,
     PER_RUN_BOOT_STD_METRIC,
     PER_RUN_CI_HIGH_METRIC,
@@ -24,6 +41,7 @@ from giant.tracking.names import (
     REPORT_ROLE,
     RESCORE_TAG,
     ROLE_TAG,
+    RUNS_PER_ITEM_TAG,
     SOURCE_START_TAG,
     STATUS_TAG,
     SWEEP_ID_TAG,
@@ -48,15 +66,15 @@ def _count(value: float | None) -> int | None:
 
 def _tiers(metrics: dict[str, float]) -> TierSpend | None:
     """Calls and dollars per billing tier; None for a run logged before these metrics existed."""
-    if "calls_paid" not in metrics:
+    if CALLS_PAID_METRIC not in metrics:
         return None
     return TierSpend(
-        calls_paid=round(metrics["calls_paid"]),
-        calls_flex=round(metrics.get("calls_flex", 0)),
-        calls_batch=round(metrics.get("calls_batch", 0)),
-        cost_usd=metrics.get("cost_usd"),
-        cost_flex_usd=metrics.get("cost_flex_usd", 0.0),
-        cost_batch_usd=metrics.get("cost_batch_usd", 0.0),
+        calls_paid=round(metrics[CALLS_PAID_METRIC]),
+        calls_flex=round(metrics.get(CALLS_FLEX_METRIC, 0)),
+        calls_batch=round(metrics.get(CALLS_BATCH_METRIC, 0)),
+        cost_usd=metrics.get(COST_METRIC),
+        cost_flex_usd=metrics.get(COST_FLEX_METRIC, 0.0),
+        cost_batch_usd=metrics.get(COST_BATCH_METRIC, 0.0),
     )
 
 
@@ -98,33 +116,33 @@ def _record(run: Run) -> RunRecord | None:
     tags, metrics = run.data.tags, run.data.metrics
     if tags.get(ROLE_TAG) in SKIP_ROLES or DATASET_TAG not in tags:
         return None
-    if "metric_boot_mean" not in metrics or "metric_boot_std" not in metrics:
+    if BOOT_MEAN_METRIC not in metrics or BOOT_STD_METRIC not in metrics:
         return None
     settings = {
         name.removeprefix("agent."): number
         for name, value in run.data.params.items()
         if name.startswith("agent.") and (number := _int_or_none(value)) is not None
     }
-    for tag, name in (("T", "max_steps"), ("S", "crop_size")):
+    for tag, name in ((MAX_STEPS_TAG, "max_steps"), (CROP_SIZE_TAG, "crop_size")):
         if (number := _int_or_none(tags.get(tag))) is not None:
             settings[name] = number
     return RunRecord(
         run_id=run.info.run_id,
-        task=tags["dataset"],
-        agent_mode=tags.get("agent_mode", "?"),
-        model=tags.get("model", "?"),
-        runs_per_item=_int_or_none(tags.get("runs_per_item")) or 1,
+        task=tags[DATASET_TAG],
+        agent_mode=tags.get(AGENT_MODE_TAG, "?"),
+        model=tags.get(MODEL_TAG, "?"),
+        runs_per_item=_int_or_none(tags.get(RUNS_PER_ITEM_TAG)) or 1,
         settings=settings,
         tools=tuple(re.findall(r"\w+", run.data.params.get("agent.tools", ""))),
-        mean=metrics["metric_boot_mean"],
-        std=metrics["metric_boot_std"],
-        ci_low=metrics.get("metric_ci_low"),
-        ci_high=metrics.get("metric_ci_high"),
-        n_items=_count(metrics.get("n_items")),
-        failed=_count(metrics["n_items"] - metrics["n_scored"])
-        if "n_items" in metrics and "n_scored" in metrics
+        mean=metrics[BOOT_MEAN_METRIC],
+        std=metrics[BOOT_STD_METRIC],
+        ci_low=metrics.get(CI_LOW_METRIC),
+        ci_high=metrics.get(CI_HIGH_METRIC),
+        n_items=_count(metrics.get(N_ITEMS_METRIC)),
+        failed=_count(metrics[N_ITEMS_METRIC] - metrics[N_SCORED_METRIC])
+        if N_ITEMS_METRIC in metrics and N_SCORED_METRIC in metrics
         else None,
-        cost_per_item=metrics.get("cost_per_item_usd"),
+        cost_per_item=metrics.get(COST_PER_ITEM_METRIC),
         tiers=_tiers(metrics),
         complete=tags.get(STATUS_TAG) != "incomplete",
         start_time=_int_or_none(tags.get(SOURCE_START_TAG)) or run.info.start_time or 0,
