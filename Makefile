@@ -50,6 +50,7 @@ bench: $(VENV_STAMP) ## performance measurements (print numbers, assert nothing)
 	$(PY) benchmarks/storage.py
 	$(PY) benchmarks/cache_billing.py
 	$(PY) benchmarks/cost_tiers.py
+	$(PY) benchmarks/batch_scale.py
 	$(PY) benchmarks/conch_latency.py
 	$(PY) benchmarks/report_memory.py
 

@@ -26,7 +26,7 @@ from giant.record import REQUESTS_FILE, write_trajectory
 from giant.record.trajectory import Trajectory
 from giant.tools import Tool
 from giant.wsi import SlideError, SlideMissing
-from giant.wsi.slide import Slide
+from giant.wsi.slide import shared_slide
 
 
 async def run_episode(
@@ -69,7 +69,7 @@ async def run_episode(
     deadline = asyncio.timeout(cfg.item_timeout_s)
     try:
         async with deadline:
-            with Slide.open(slide_path) as slide:
+            with shared_slide(slide_path) as slide:  # one open file per slide, however many episodes
                 traj.slide_width, traj.slide_height = slide.width, slide.height
                 traj.slide_mpp = slide.mpp_x
                 store = ImageStore(out_dir, ledger)

@@ -33,7 +33,7 @@ from giant.record.trajectory import Call, Region, Trajectory, TrajectoryTotals, 
 from giant.tools import Tool
 from giant.wsi import SlideError
 from giant.wsi.slide import Slide
-from giant.wsi.tissue import CROP_MASK_SIDE, TissueMask
+from giant.wsi.tissue import CropTissue, crop_tissue
 
 log = logging.getLogger(__name__)
 
@@ -108,9 +108,9 @@ class EpisodeState(Generic[C]):
         self.crops = 0  # regions shown besides the overview
         self._next_index = 1
         self._pending: dict[int, int] = {}  # call index -> attempt, for calls cut by the timeout
-        # The slide's tissue mask for crop fractions: built once, on the first crop (None: not yet;
-        # False: the slide could not give one).
-        self._tissue: TissueMask | bool | None = None
+        # The slide's tissue mask for crop fractions: built once per slide (shared with the slide's
+        # other episodes), fetched on the first crop (None: not yet; False: the slide could not give one).
+        self._tissue: CropTissue | bool | None = None
 
     @property
     def width(self) -> int:
@@ -190,6 +190,8 @@ class EpisodeState(Generic[C]):
             )
             self._record(call)
             if isinstance(exc, FatalProviderError):
+                if exc.cause == "context":  # its own status: the knobs that fit are in the reason
+                    raise EpisodeEnd("context_exceeded", f"call {index}: {exc}") from None
                 raise EpisodeEnd("provider_error", f"fatal provider error at call {index}: {exc}") from None
             if exc.cause in TRANSIENT_CAUSES:  # giant.llm.retry already asked again: one retry layer
                 raise EpisodeEnd(
@@ -228,7 +230,7 @@ class EpisodeState(Generic[C]):
     def _build_tissue(self) -> None:
         if self._tissue is None:
             try:
-                self._tissue = TissueMask.from_slide(self.slide, CROP_MASK_SIDE)
+                self._tissue = crop_tissue(self.slide)
             except SlideError as exc:
                 log.info("no tissue fractions for %s (%s)", self.slide.path, exc)
                 self._tissue = False
@@ -243,7 +245,7 @@ class EpisodeState(Generic[C]):
     def add_region(self, call_index: int, rendered: Rendered) -> Region:
         """Record a region; a crop gets its tissue fraction once the mask exists (`add_crop`)."""
         region = rendered.region
-        mask = self._tissue if isinstance(self._tissue, TissueMask) else None
+        mask = self._tissue if isinstance(self._tissue, CropTissue) else None
         fraction = None if mask is None or self._is_overview(call_index) else mask.fraction(region.read)
         region_record = Region(
             call_index=call_index,

@@ -24,8 +24,26 @@ Fill = Literal["white", "black"]
 
 
 @dataclass(frozen=True)
+class Placed:
+    """Where a rendered region came from: a RegionImage without its pixels."""
+
+    requested: Box
+    read: Box
+    level: int
+    clamped: bool
+
+    @classmethod
+    def of(cls, region: RegionImage) -> Placed:
+        return cls(requested=region.requested, read=region.read, level=region.level, clamped=region.clamped)
+
+
+@dataclass(frozen=True)
 class Rendered:
-    region: RegionImage
+    """A region as the model is shown it: where it was read, and its JPEG. The decoded pixels are not
+    kept: an episode holds its overview (and the patch baseline its patches) until it ends, and a
+    batch campaign keeps hundreds of episodes waiting on a round (2.25 MB each at S=1000)."""
+
+    region: Placed
     encoded: EncodedImage
 
 
@@ -66,7 +84,7 @@ def _whole(path: Path, size: int) -> bool:
 def _render(slide: Slide, box: Box, size: int, fill: Fill, guides: int, quality: int) -> Rendered:
     region = slide.read_region(box, size, fill)
     image = draw_guides(region.image, region.read, guides) if guides > 0 else region.image
-    return Rendered(region=region, encoded=encode_jpeg(image, quality))
+    return Rendered(region=Placed.of(region), encoded=encode_jpeg(image, quality))
 
 
 async def render_region(

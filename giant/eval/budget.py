@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from giant.agent.limits import LimitExceeded
@@ -103,9 +104,15 @@ class RunBudget:
         if self.in_flight_at_cap is None:
             self.in_flight_at_cap = self.in_flight
 
-    async def hold(self, conversation: Conversation) -> Hold:
+    async def hold(
+        self,
+        conversation: Conversation,
+        *,
+        blocked: Callable[[], AbstractContextManager[object]] = nullcontext,
+    ) -> Hold:
         """Reserve a call's expected cost, waiting for calls in flight to settle while it does not fit;
-        LimitExceeded("budget") when it cannot fit."""
+        LimitExceeded("budget") when it cannot fit. `blocked()` is entered while the call waits (batch
+        mode: the round it would join is sent without it, with the calls that fit)."""
         amount, input_part = self.pricer.reservation(conversation)
         if self.limit is not None and self.enforced:
             while not self._fits(amount):
@@ -117,7 +124,8 @@ class RunBudget:
                     )
                     self.refusal = self.refusal or reason
                     raise LimitExceeded("budget", f"{reason}; rerun with a larger budget_usd to continue")
-                await self._settled.wait()
+                with blocked():
+                    await self._settled.wait()
                 amount, input_part = self.pricer.reservation(conversation)  # the mean may have moved
         self.reserved += amount
         self.in_flight += 1

@@ -4,7 +4,8 @@ One object admits, sends and settles each call, so the order is fixed in one pla
 1. a stop request or a halt starts no new call (LimitExceeded "stopped" / "halted"); the episode then
    leaves its item unrecorded and the resumed run starts it again;
 2. the run budget reserves the call's expected cost, waiting for calls in flight to settle while it
-   does not fit (LimitExceeded "budget" when it never will; giant.eval.budget);
+   does not fit (LimitExceeded "budget" when it never will; giant.eval.budget); in batch mode a call
+   waiting so counts as waiting for the round, whose batch then carries the calls that fit;
 3. until one call has come back from the server with a reply, calls go one at a time: a refused key,
    an unknown model or a used-up quota then costs one request, not one per concurrent item (batch
    mode needs no gate: a round's calls are one request, and one at a time would split the round);
@@ -20,7 +21,7 @@ from giant.agent.limits import LimitExceeded
 from giant.eval.budget import RunBudget
 from giant.eval.causes import FATAL_CAUSES, Halt, fatal_reason
 from giant.interrupt import StopRequest
-from giant.llm.batch import batched
+from giant.llm.batch import batch_held_back, batched
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider, ProviderError
 
 
@@ -46,7 +47,7 @@ class RunLimits:
 
     async def call(self, provider: Provider, conversation: Conversation, ctx: CallContext) -> ModelTurn:
         self.check()
-        hold = await self.budget.hold(conversation)
+        hold = await self.budget.hold(conversation, blocked=lambda: batch_held_back(provider))
         cost: float | None = 0.0  # refused or cut (timeout, stop) before it returned: nothing to count
         try:
             self.check()  # a stop or halt may have come while the call waited for the budget

@@ -37,7 +37,8 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -194,6 +195,18 @@ class BatchCollector:
         """An episode ended: the round no longer waits for it."""
         self._running -= 1
         self._check()
+
+    @contextmanager
+    def held_back(self) -> Iterator[None]:
+        """An episode's call waits for the run budget until the calls in flight settle (those queued
+        here included): the round must not wait for it, so it counts as waiting meanwhile, and the
+        round's batch goes with the calls that fit the budget."""
+        self._waiting += 1
+        try:
+            self._check()
+            yield
+        finally:
+            self._waiting -= 1
 
     # ------------------------------------------------------------------ calls
 
@@ -509,6 +522,13 @@ def batch_member(provider: object) -> Callable[[object], None]:
         return lambda _: None
     collector.join()
     return lambda _: collector.leave()
+
+
+def batch_held_back(provider: object) -> AbstractContextManager[object]:
+    """The run budget's seam: entered while one of `provider`'s calls waits for the budget
+    (giant.eval.budget), so that a batch round does not wait for it (BatchCollector.held_back)."""
+    collector = getattr(provider, "batches", None)
+    return collector.held_back() if isinstance(collector, BatchCollector) else nullcontext()
 
 
 def batch_progress(provider: object, listener: Callable[[str], None]) -> None:

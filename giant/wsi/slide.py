@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Literal
@@ -25,7 +29,7 @@ from giant.wsi.errors import SlideError, SlideMissing, SlideUnreadable
 from giant.wsi.region import RegionImage, choose_level, clamp_box, output_size
 from giant.wsi.tiles import TileReader, resize
 
-__all__ = ["Fill", "RegionImage", "Slide"]
+__all__ = ["Fill", "RegionImage", "Slide", "shared_slide"]
 
 Fill = Literal["white", "black"]
 _FILL_RGB: dict[str, tuple[int, int, int]] = {"white": (255, 255, 255), "black": (0, 0, 0)}
@@ -192,6 +196,56 @@ class Slide:
             raise SlideUnreadable(
                 f"{self.path}: opens but its pixels cannot be decoded: {exc}", slide=self.path
             ) from exc
+
+
+@dataclass
+class _Held:
+    slide: Slide
+    holders: int = 0
+
+
+_held: dict[tuple[str, int, int, int, int], _Held] = {}  # the slides open through shared_slide
+_held_lock = threading.Lock()
+
+
+@contextmanager
+def shared_slide(path: str | Path) -> Iterator[Slide]:
+    """`Slide.open` for one of many holders: the episodes of a run that read the same file (the k runs
+    of an item, the questions of one slide) share one open slide, so open files and OpenSlide handles
+    grow with the distinct slides in flight, not with the episodes (a batch campaign keeps hundreds of
+    episodes open while they wait on a round). The slide closes when its last holder leaves; a file
+    rewritten meanwhile (another size, time or inode) opens anew. Errors are `Slide.open`'s, per call."""
+    path = Path(path)
+    try:
+        stat = os.stat(path)
+    except OSError:
+        stat = None
+    if stat is None:  # no file: Slide.open says so (SlideMissing), as it would for an episode alone
+        with Slide.open(path) as slide:
+            yield slide
+        return
+    key = (str(path), stat.st_dev, stat.st_ino, stat.st_mtime_ns, stat.st_size)
+    with _held_lock:
+        held = _held.get(key)
+        if held is None:
+            held = _held[key] = _Held(Slide.open(path))
+        held.holders += 1
+    try:
+        yield held.slide
+    finally:
+        with _held_lock:
+            held.holders -= 1
+            last = not held.holders
+            if last:
+                del _held[key]
+        if last:
+            held.slide.close()  # outside the lock: it waits for reads still running in threads
+
+
+def open_slides() -> int:
+    """How many slides `shared_slide` holds open now (for tests and benchmarks)."""
+    with _held_lock:
+        return len(_held)
 
 
 def _flatten(rgba: Image.Image, fill: tuple[int, int, int]) -> Image.Image:

@@ -9,6 +9,9 @@ sampling thousands of candidate boxes costs nothing next to reading one crop.
 from __future__ import annotations
 
 import logging
+import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,6 +19,7 @@ from PIL import Image
 from scipy import ndimage
 
 from giant.core import Box
+from giant.wsi.errors import SlideUnreadable
 from giant.wsi.slide import Slide
 
 log = logging.getLogger(__name__)
@@ -27,6 +31,7 @@ CROP_MASK_SIDE = 1024
 MIN_SATURATION = 20  # Otsu never goes below this (0..255): a slide of pure glass has no tissue
 SMALL_AREA = 1e-4  # specks and holes below this fraction of the mask area are removed / filled
 ATTEMPTS_PER_BOX = 200
+CROP_MASKS_KEPT = 256  # crop masks kept for the slides of a run (~100 KB each at CROP_MASK_SIDE)
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,6 +89,62 @@ class TissueMask:
         a = min(int(lo * cells / extent), cells - 1)
         b = max(a + 1, min(cells, -(-hi * cells // extent)))
         return (a, b)
+
+
+class CropTissue:
+    """A slide's crop-fraction mask as an episode keeps it between crops: one bit per mask cell (~100 KB
+    at CROP_MASK_SIDE, where a TissueMask with its integral image takes ~7 MB, which hundreds of
+    episodes waiting on a batch round would each hold), and one per slide, shared (`crop_tissue`).
+    `fraction` gives exactly TissueMask.fraction's values: it counts the same cells."""
+
+    def __init__(self, mask: TissueMask) -> None:
+        self.width, self.height = mask.width, mask.height
+        self.shape: tuple[int, int] = (int(mask.mask.shape[0]), int(mask.mask.shape[1]))
+        self._bits = np.packbits(mask.mask, axis=1)
+
+    def fraction(self, box: Box) -> float:
+        rows, cols = self.shape
+        x0, x1 = TissueMask._span(box.x, box.right, self.width, cols)
+        y0, y1 = TissueMask._span(box.y, box.bottom, self.height, rows)
+        if x1 <= x0 or y1 <= y0:
+            return 0.0
+        cells = np.unpackbits(self._bits[y0:y1], axis=1, count=cols)[:, x0:x1]
+        return float(np.count_nonzero(cells)) / ((x1 - x0) * (y1 - y0))
+
+
+_crop_masks: OrderedDict[tuple[str, int, int], CropTissue] = OrderedDict()
+_building: dict[tuple[str, int, int], threading.Lock] = {}
+_crop_lock = threading.Lock()
+
+
+def crop_tissue(slide: Slide) -> CropTissue:
+    """The CROP_MASK_SIDE mask of `slide`'s file, built once for every episode that crops it (the
+    last CROP_MASKS_KEPT slides are kept; a rewritten file is segmented again). Blocking: call it
+    from a worker thread. Raises the slide's SlideError."""
+    try:
+        stat = os.stat(slide.path)
+    except OSError as exc:
+        raise SlideUnreadable(f"{slide.path}: {exc}", slide=slide.path) from exc
+    key = (str(slide.path), stat.st_mtime_ns, stat.st_size)
+    with _crop_lock:
+        if key in _crop_masks:
+            _crop_masks.move_to_end(key)
+            return _crop_masks[key]
+        building = _building.setdefault(key, threading.Lock())
+    try:
+        with building:  # one build per slide, however many episodes ask for it at once
+            with _crop_lock:
+                done = _crop_masks.get(key)
+            if done is None:
+                done = CropTissue(TissueMask.from_slide(slide, CROP_MASK_SIDE))
+                with _crop_lock:
+                    _crop_masks[key] = done
+                    while len(_crop_masks) > CROP_MASKS_KEPT:
+                        _crop_masks.popitem(last=False)
+            return done
+    finally:
+        with _crop_lock:
+            _building.pop(key, None)
 
 
 def sample_boxes(

@@ -5,23 +5,36 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from giant.config import RunOptions, shipped
+from giant.eval import runner
+from giant.eval.budget import RunBudget
 from giant.eval.progress import Progress
+from giant.eval.runner import run_eval
+from giant.llm.batch import BatchCollector
 from giant.llm.batch_records import BatchBook, describe
+from giant.llm.factory import build_provider
 from giant.llm.ledger import Ledger
 from giant.llm.ledger import main as ledger_main
+from giant.llm.pricing import Pricing
 from giant.record import RESULTS_FILE, read_results
+from giant.record.summary import Summary
 from giant.report.costs import task_costs
-from tests.eval.runner_fixtures import SLIDES, write_slides
-from tests.llm.batch_job import campaign
+from giant.wsi.slide import open_slides
+from tests.eval.runner_fixtures import AGENT, SLIDES, evaluate, make_items, write_slides
+from tests.llm.batch_job import campaign, settings
 from tests.llm.batch_stub import BatchStub, serving
 
 ROUNDS = 3  # the stub's model answers at step 3
@@ -210,3 +223,151 @@ def test_progress_bar_names_the_round_in_flight(
     assert any(note.startswith("round 1: 3 requests, waited ") for note in notes)
     assert any(note.startswith("round 3: 3 requests, waited ") for note in notes)
     assert not notes[-1]  # nothing in flight at the end
+
+
+# The hard budget in batch mode: each stub reply bills 1000 input and 100 output tokens at the model's
+# batch rates (openai gpt-5: $0.001125 a call; anthropic claude-opus-4-5: $0.00375), while each call
+# reserves more than that (its estimated input at the standard rate, plus the dry run's output prior),
+# so the budgets below let a few calls of 4 episodes through, then stop in their second or third round.
+BUDGET = {"openai": 0.01, "anthropic": 0.03}
+BUDGET_ITEMS = 4
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+def test_budget_stops_batch_rounds_then_a_rerun_continues(
+    name: str, wsi_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    budgets: list[RunBudget] = []
+    make_budget = runner._budget
+
+    def spy_budget(*args: object, **kwargs: object) -> RunBudget:
+        budgets.append(make_budget(*args, **kwargs))  # type: ignore[arg-type]
+        return budgets[-1]
+
+    # As each batch went out: its requests, why it went, the calls holding a reservation, and the
+    # dollars spent plus reserved.
+    submitted: list[tuple[int, str, int, float]] = []
+    submit = BatchCollector._submit
+
+    async def spy_submit(self: BatchCollector, items: list[Any], round_: int, why: str) -> None:
+        budget = budgets[-1]
+        submitted.append((len(items), why, budget.in_flight, budget.spent + budget.reserved))
+        await submit(self, items, round_, why)
+
+    monkeypatch.setattr(runner, "_budget", spy_budget)
+    monkeypatch.setattr(BatchCollector, "_submit", spy_submit)
+    limit = BUDGET[name]
+    stub = BatchStub(answer_at=ROUNDS)
+    with serving(stub) as url:
+        first = asyncio.run(_budgeted(name, url, wsi_root, tmp_path, limit))
+        first_batches = len(stub.batches)
+        first_keys = [r["custom_id"] for b in stub.batches for r in b["requests"]]
+        kept = {r.key: r for r in read_results(tmp_path / "out" / RESULTS_FILE)}
+        second = asyncio.run(_budgeted(name, url, wsi_root, tmp_path, 100.0, resume=True))
+    ledger = Ledger(tmp_path / "ledger")
+
+    # The run stopped at the budget, after some rounds: more than one round's calls, fewer than all.
+    assert "budget stop" in first.incomplete_reason and not first.complete
+    assert BUDGET_ITEMS < len(first_keys) < BUDGET_ITEMS * ROUNDS
+    assert {r.status for r in kept.values()} <= {"answered", "budget_exceeded"}
+    assert any(r.status == "budget_exceeded" for r in kept.values())
+    # Each request of a batch held its reservation when the batch went out, and the batch fit the budget.
+    assert submitted and all(in_flight >= n for n, _, in_flight, _ in submitted)
+    assert all(committed <= limit + 1e-9 for *_, committed in submitted)
+    # A call the budget held back did not hold up its round until batch_wait_s (30 s here).
+    assert {why for _, why, *_ in submitted} == {"round"}
+    # spent <= budget: giant.eval.budget bounds any overshoot by how far the calls in flight cost more
+    # than they reserved, and each call here costs less than it reserved.
+    paid = [ledger.read(key) for key in first_keys]
+    assert all(entry is not None and entry.cost_usd for entry in paid)  # every paid reply is in the ledger
+    spent = sum(entry.cost_usd or 0.0 for entry in paid if entry is not None)
+    assert spent <= limit + 1e-9
+    assert first.totals.cost_usd == pytest.approx(spent)  # ... and in the results
+    assert budgets[0].spent == pytest.approx(spent)
+
+    # The rerun with a larger budget finishes what the budget stopped and submits nothing twice.
+    assert second.complete and second.n_scored == BUDGET_ITEMS and second.incomplete_reason == ""
+    assert max(stub.received.values()) == 1  # 0 requests submitted twice
+    assert len(stub.received) == BUDGET_ITEMS * ROUNDS  # each step of each episode paid exactly once
+    new_keys = [r["custom_id"] for b in stub.batches[first_batches:] for r in b["requests"]]
+    new_entries = [ledger.read(key) for key in new_keys]
+    assert all(entry is not None for entry in new_entries)
+    new_spent = sum(entry.cost_usd or 0.0 for entry in new_entries if entry is not None)
+    carried = sum(r.dollars or 0.0 for r in kept.values() if r.status == "answered")
+    assert second.totals.cost_usd == pytest.approx(carried + new_spent)
+
+
+async def _budgeted(
+    name: str, url: str, wsi_root: Path, work: Path, budget_usd: float, *, resume: bool = False
+) -> Summary:
+    """tests.llm.batch_job.campaign with a run budget, priced from the provider's price table."""
+    cfg = settings(name, url)
+    provider = build_provider(cfg, ledger=Ledger(work / "ledger"))  # type: ignore[arg-type]
+    return await run_eval(
+        make_items(BUDGET_ITEMS, SLIDES),
+        wsi_root=wsi_root,
+        provider=provider,
+        agent=AGENT,
+        run=shipped(RunOptions, concurrency=BUDGET_ITEMS, budget_usd=budget_usd),
+        out_dir=work / "out",
+        config_hash="c0ffee",
+        dataset_hash="da7a",
+        resume_from=work / "out" if resume else None,
+        progress_bar=False,
+        pricing=Pricing.load(cfg.pricing_file),  # type: ignore[attr-defined]
+    )
+
+
+# A campaign whose concurrency is the whole task: every episode of a round is in its one batch, and the
+# open files grow with the distinct slides in flight, not with the episodes waiting on the round.
+SCALE_ITEMS = 200
+SCALE_SLIDES = 8  # distinct slide files (copies of the module's two), 25 episodes on each
+SCALE_ROUNDS = 2  # the stub's model answers at step 2
+FD_SLACK = 24  # the event loop, the stub's server and the client's sockets, results.jsonl, ledger writes
+
+
+@pytest.mark.slow
+def test_whole_task_in_flight_one_batch_per_round_fds_per_slide(wsi_root: Path, tmp_path: Path) -> None:
+    fd_dir = Path("/proc/self/fd")
+    if not fd_dir.is_dir():
+        pytest.skip("counts open files in /proc/self/fd (Linux)")
+    root = tmp_path / "wsi"
+    root.mkdir()
+    names = [f"slide{i}.svs" for i in range(SCALE_SLIDES)]
+    for i, slide in enumerate(names):
+        shutil.copyfile(wsi_root / SLIDES[i % len(SLIDES)], root / slide)
+    stub = BatchStub(answer_at=SCALE_ROUNDS)
+    with serving(stub) as url:
+        provider = build_provider(settings("openai", url), ledger=Ledger(tmp_path / "ledger"))  # type: ignore[arg-type]
+        items = make_items(SCALE_ITEMS, names)
+        with _peaks(fd_dir) as peak:
+            summary = asyncio.run(evaluate(items, root, provider, tmp_path / "out", concurrency=SCALE_ITEMS))
+    assert summary.n_scored == SCALE_ITEMS and summary.incomplete_reason == ""
+    # One batch per round, each carrying the call of every episode in flight.
+    assert [len(b["requests"]) for b in stub.batches] == [SCALE_ITEMS] * SCALE_ROUNDS
+    assert max(stub.received.values()) == 1
+    # The episodes of a slide share its one open handle: open files track the slides, not the episodes.
+    assert peak["slides"] <= SCALE_SLIDES
+    assert peak["fds"] - peak["base"] <= FD_SLACK + 2 * SCALE_SLIDES < SCALE_ITEMS
+    assert open_slides() == 0  # every slide closed with its last episode
+
+
+@contextmanager
+def _peaks(fd_dir: Path) -> Iterator[dict[str, int]]:
+    """The most files and shared slides open at once while the block runs, sampled every 5 ms."""
+    peak = {"base": len(os.listdir(fd_dir)), "fds": 0, "slides": 0}
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak["fds"] = max(peak["fds"], len(os.listdir(fd_dir)))
+            peak["slides"] = max(peak["slides"], open_slides())
+            done.wait(0.005)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield peak
+    finally:
+        done.set()
+        thread.join()
