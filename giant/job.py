@@ -188,6 +188,7 @@ def _run(settings: RunSettings) -> float | None:
                 stop=stop,
                 dataset_defects=data.defects,
                 pricing=Pricing.load(settings.provider.pricing_file),
+                tier=settings.provider.billed_tier(),
                 ledger=ledger,
                 located=located,
                 tools=tools,

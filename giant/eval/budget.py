@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 from giant.agent.limits import LimitExceeded
 from giant.eval.dryrun import OUTPUT_TOKENS_PER_CALL
-from giant.llm.pricing import Pricing
+from giant.llm.pricing import Pricing, TierRates
 from giant.llm.runtime import estimate_tokens
-from giant.llm.types import Conversation
+from giant.llm.types import Conversation, Tier
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +40,11 @@ class CallPricer:
         model: str,
         pricing: Pricing | None,
         image_tokens: Callable[[int, int], int] | None,
+        tier: Tier = "standard",
     ) -> None:
-        self.rates = pricing.rates(model) if pricing is not None else None
+        rates = pricing.rates(model) if pricing is not None else None
+        # The tier's own rates where the table sells the model at it (else standard: never too low).
+        self.rates: TierRates | None = (rates.tier(tier) or rates) if rates is not None else None
         self.image_tokens = image_tokens
         # Before any call settles: the dry run's output assumption at the model's output rate.
         self.prior = OUTPUT_TOKENS_PER_CALL * self.rates.output / 1e6 if self.rates else 0.0

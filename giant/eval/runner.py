@@ -46,7 +46,7 @@ from giant.interrupt import StopRequest
 from giant.llm.batch import batch_member, batch_progress
 from giant.llm.ledger import Ledger
 from giant.llm.pricing import Pricing
-from giant.llm.types import Provider
+from giant.llm.types import Provider, Tier
 from giant.record import (
     RUNNER_ERROR,
     SKIPPED,
@@ -104,10 +104,13 @@ async def _cut_after_grace(
         episode.cancel()
 
 
-def _budget(limit: float | None, provider: Provider, pricing: Pricing | None, spent: float) -> RunBudget:
-    """The run budget for this provider: its model's prices and its class's image-token rule."""
+def _budget(
+    limit: float | None, provider: Provider, pricing: Pricing | None, spent: float, tier: Tier
+) -> RunBudget:
+    """The run budget for this provider: its model's prices at the tier it is billed at, and its
+    class's image-token rule."""
     image_tokens = getattr(type(provider), "image_tokens", None)
-    return RunBudget(limit, CallPricer(provider.model, pricing, image_tokens), spent=spent)
+    return RunBudget(limit, CallPricer(provider.model, pricing, image_tokens, tier), spent=spent)
 
 
 async def run_eval(
@@ -126,6 +129,7 @@ async def run_eval(
     progress_bar: bool = True,
     stop_grace_s: float = STOP_GRACE_S,
     pricing: Pricing | None = None,
+    tier: Tier = "standard",
     ledger: Ledger | None = None,
     located: dict[str, Located] | None = None,
     tools: Mapping[str, Tool[Any, Any, Any]] | None = None,
@@ -137,7 +141,8 @@ async def run_eval(
     `stop` (giant.interrupt) ends the run early and cleanly; the summary then says it is incomplete;
     calls in flight then get `stop_grace_s` to return. `dataset_defects` (the loader's report on
     `items`) is recorded in summary.json. `pricing` prices each call's reservation against
-    `run.budget_usd` (giant.eval.budget); without it a call is expected to cost the mean so far.
+    `run.budget_usd` (giant.eval.budget) at the rates of `tier`, the tier the provider is billed at;
+    without it a call is expected to cost the mean so far.
     `ledger` is where the provider keeps its paid calls: the trajectories' images are linked to its.
     `tools` are the run's loaded tools (giant.tools.load_tools), handed to every episode.
     `located` is every item's slide as giant.data.slides.locate_all found it (found again if None).
@@ -167,7 +172,7 @@ async def run_eval(
     if located is None:
         located = await asyncio.to_thread(locate_all, wsi_root, items)  # once per item, off the event loop
     slides = {key: loc.path if isinstance(loc, SlideLocation) else loc for key, loc in located.items()}
-    budget = _budget(run.budget_usd, provider, pricing, sum(r.dollars or 0.0 for r in done.values()))
+    budget = _budget(run.budget_usd, provider, pricing, sum(r.dollars or 0.0 for r in done.values()), tier)
     todo = [(item, k) for k in range(run.runs_per_item) for item in items if (item.key, k) not in done]
     # Skipping is decided up front: a skipped item-run costs nothing and starts no episode.
     skipped = [(item, k) for item, k in todo if run.skip_missing and _is_missing(slides[item.key])]

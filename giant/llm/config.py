@@ -14,7 +14,7 @@ imported only when a provider is built (giant.llm.factory).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, get_args
 
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -33,6 +33,9 @@ from pydantic_core import PydanticCustomError
 
 from giant.errors import ConfigError
 from giant.roles import Method, Operational
+
+if TYPE_CHECKING:
+    from giant.llm.types import Tier
 
 PROVIDER_CONF = Path(__file__).resolve().parents[2] / "conf" / "provider"
 
@@ -54,6 +57,11 @@ class ProviderSettings(BaseModel):
         None, ge=1, le=4096, description="S for this provider's models; agent.crop_size interpolates it."
     )
     pricing_file: Operational[str] = Field(description="Prices per model in USD per million tokens.")
+
+    def billed_tier(self) -> Tier:
+        """The price tier this provider's calls are expected to be billed at: what the hard budget
+        reserves at, so a batch or flex run is stopped by its own spend, not by twice its spend."""
+        return "standard"
 
 
 class SdkSettings(ProviderSettings):
@@ -113,6 +121,9 @@ class BatchedSettings(SdkSettings):
         gt=0, description="The first pause between polls of a batch in flight; it grows tenfold."
     )
 
+    def billed_tier(self) -> Tier:
+        return "batch" if self.batch else super().billed_tier()
+
     @model_validator(mode="after")
     def _one_discount(self) -> BatchedSettings:
         if self.batch and getattr(self, "service_tier", "standard") != "standard":
@@ -148,6 +159,13 @@ class OpenAISettings(BatchedSettings):
         description="How long OpenAI keeps the prompt cache; auto: 24h in batch mode where the model "
         "takes it; null: the server's default."
     )
+
+    def billed_tier(self) -> Tier:
+        """Flex, when a call short of flex capacity keeps waiting for it; with flex_fallback=standard
+        a call may be billed at the standard tier, so the budget reserves at that price."""
+        if self.service_tier == "flex" and self.flex_fallback == "wait":
+            return "flex"
+        return super().billed_tier()
 
     def client_timeout_s(self) -> float:
         """timeout_s when set; else 10 minutes, or 15 under flex, whose replies wait longer."""

@@ -12,7 +12,9 @@ import pytest
 from giant.agent import run_episode
 from giant.agent.modes import parse_agent
 from giant.config import RunOptions, shipped
+from giant.eval.budget import CallPricer
 from giant.eval.runner import run_eval
+from giant.llm.config import provider_settings
 from giant.llm.pricing import Pricing, Rates
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider
 from giant.record import RESULTS_FILE, read_results
@@ -156,3 +158,30 @@ def test_item_budget_stops_before_the_call_that_would_pass_it(
     assert provider.calls == calls
     assert traj.totals.cost_usd is not None and traj.totals.cost_usd <= item_budget
     assert traj.status == "budget_exceeded" and reason in traj.reason
+
+
+@pytest.mark.parametrize(
+    ("overrides", "tier"),
+    [
+        ({}, "standard"),
+        ({"batch": True}, "batch"),
+        ({"service_tier": "flex", "flex_fallback": "wait"}, "flex"),
+        ({"service_tier": "flex", "flex_fallback": "standard"}, "standard"),  # may be billed standard
+    ],
+)
+def test_the_budget_reserves_at_the_tier_the_calls_are_billed_at(
+    overrides: dict[str, object], tier: str
+) -> None:
+    """A batch or flex run reserved at standard prices stopped at about half its budget."""
+    settings = provider_settings("openai", **overrides)
+    assert settings.billed_tier() == tier
+    table = Pricing.load("conf/pricing.yaml")
+    conversation = Conversation(system="x" * 4000, messages=[])
+    standard = CallPricer("gpt-5", table, None).reservation(conversation)[1]
+    billed = CallPricer("gpt-5", table, None, settings.billed_tier()).reservation(conversation)[1]
+    rates = table.rates("gpt-5")
+    assert rates is not None and rates.batch is not None and rates.flex is not None
+    expected = {"standard": rates.input, "batch": rates.batch.input, "flex": rates.flex.input}[tier]
+    assert billed == pytest.approx(standard * expected / rates.input) and billed > 0
+    if tier != "standard":
+        assert billed < standard
