@@ -22,11 +22,14 @@ install-conch: $(VENV_STAMP) ## add the CONCH tool: pinned PyTorch, then the con
 	$(PY) -m pip install -q $(TORCH_INDEX) "$(TORCH_SPEC)"
 	$(PY) -m pip install -q -e '.[dev,conch]'
 
+# Two pytest-xdist workers: most tests wait on subprocesses and servers, so two cores run the suite in
+# about two thirds of the serial time; the SLURM tests share one worker and one private cluster.
+TEST_WORKERS ?= 2
 test: $(VENV_STAMP) ## run the whole offline test suite (slow tests included)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 test-fast: $(VENV_STAMP) ## run the tests not marked slow
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not slow"
 
 lint: $(VENV_STAMP) ## ruff + mypy
 	$(PY) -m ruff check giant scripts tests benchmarks

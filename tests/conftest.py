@@ -30,3 +30,11 @@ def openslide_fixtures(shared_dir: Path) -> Path:
 @pytest.fixture(scope="session")
 def multipathqa_csv(shared_dir: Path) -> Path:
     return shared_dir / "data" / "multipathqa" / "MultiPathQA.csv"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`make test` runs two workers), the SLURM tests share one private cluster, so
+    they go to one worker together (`--dist loadgroup`); without xdist the mark does nothing."""
+    for item in items:
+        if "tests/slurm/" in item.nodeid or item.nodeid.startswith("slurm/"):
+            item.add_marker(pytest.mark.xdist_group("slurm"))
