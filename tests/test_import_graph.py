@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from scripts.import_layers import circles, describe, imported, module_graph, unit_graph
 
 
@@ -96,3 +98,15 @@ def test_every_kind_of_import_is_read(tmp_path: Path) -> None:
         "giant.otherwise",
         "giant.lazy",
     }
+
+
+def test_the_architecture_page_draws_the_layers_as_they_are(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/ARCHITECTURE.md shows scripts/import_layers.py's drawing; a moved module must redraw it."""
+    from scripts.import_layers import main
+
+    assert main() == 0
+    drawn = capsys.readouterr().out
+    page = (Path(__file__).resolve().parents[1] / "docs" / "ARCHITECTURE.md").read_text()
+    assert drawn in page, (
+        "run `python scripts/import_layers.py` and paste its layers into docs/ARCHITECTURE.md"
+    )
