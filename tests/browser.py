@@ -71,7 +71,14 @@ class _Quiet(SimpleHTTPRequestHandler):
 @contextlib.contextmanager
 def serve(folder: Path) -> Iterator[str]:
     """Serve `folder` on 127.0.0.1 (a free port); yields the base URL without a trailing slash."""
-    handler = functools.partial(_Quiet, directory=str(folder))
+    with loopback(functools.partial(_Quiet, directory=str(folder))) as base:
+        yield base
+
+
+@contextlib.contextmanager
+def loopback(handler: Any) -> Iterator[str]:
+    """Any request handler on 127.0.0.1 (a free port), in a thread; yields the base URL without a
+    trailing slash and shuts the server down after."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

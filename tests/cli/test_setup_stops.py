@@ -15,11 +15,10 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from mlflow.tracking import MlflowClient
 from giant.data.demo import build_demo
 from giant.errors import EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_SETUP
 from giant.retry import BACKOFF_MIN_S
+from tests.browser import loopback
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "run_eval.py"
@@ -156,12 +156,7 @@ class _Refuser(BaseHTTPRequestHandler):
                 "code": "invalid_api_key",
             }
         }
-        reply = json.dumps(body).encode()
-        self.send_response(401)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(reply)))
-        self.end_headers()
-        self.wfile.write(reply)
+        _reply_json(self, 401, body)
 
     def log_message(self, format: str, *args: Any) -> None:
         return
@@ -177,15 +172,17 @@ def refusing_server() -> Iterator[tuple[str, list[str]]]:
 def _serving(answer: type[BaseHTTPRequestHandler]) -> Iterator[tuple[str, list[Any]]]:
     """A loopback server on a free port whose handler `answer` appends what it saw to `requests`."""
     requests: list[Any] = []
-    handler = type("Handler", (answer,), {"requests": requests})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", requests
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback(type("Handler", (answer,), {"requests": requests})) as base:
+        yield f"{base}/v1", requests
+
+
+def _reply_json(handler: BaseHTTPRequestHandler, status: int, body: object) -> None:
+    reply = json.dumps(body).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(reply)))
+    handler.end_headers()
+    handler.wfile.write(reply)
 
 
 def test_a_wrong_key_costs_one_request_and_stops_the_run(tmp_path: Path, demo: tuple[Path, Path]) -> None:
@@ -216,12 +213,7 @@ class _Down(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         self.requests.append((time.monotonic(), hashlib.sha256(body).hexdigest()))
-        reply = json.dumps({"error": {"message": "The server had an error", "type": "server_error"}}).encode()
-        self.send_response(500)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(reply)))
-        self.end_headers()
-        self.wfile.write(reply)
+        _reply_json(self, 500, {"error": {"message": "The server had an error", "type": "server_error"}})
 
     def log_message(self, format: str, *args: Any) -> None:
         return

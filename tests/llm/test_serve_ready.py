@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import ast
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 
 from giant.llm.serve import _answers
 from scripts.import_layers import modules
+from tests.browser import loopback
 
 OTHER_CLIENTS = ("urllib.request", "http.client", "requests", "urllib3", "aiohttp", "httpx")
 REPLIES = {  # path: (status, body)
@@ -48,14 +48,8 @@ class _Models(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def base() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Models)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback(_Models) as url:
+        yield url
 
 
 def test_ready_once_the_models_are_listed(base: str) -> None:
