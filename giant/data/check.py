@@ -57,7 +57,7 @@ class CheckReport(BaseModel):
     def render(self, saved: Path | None = None) -> str:
         """Per task: slides, present, missing, unreadable, layouts, bytes; then the problems (a long
         list cut short, pointing at `saved`, the JSON file that keeps every row)."""
-        rest = f"all of them in {saved}" if saved else "all of them in the JSON of CheckReport"
+        rest = f"all of them in {saved}" if saved else "not shown"
         checked = "opened with OpenSlide" if self.opened else "presence only, not opened"
         lines = [f"slides under {self.wsi_root} ({checked})"]
         header = ("task", "slides", "present", "missing", "unreadable", "bytes", "layouts")
