@@ -22,7 +22,7 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from giant.agent.modes import MODES, AgentConfig, modes_with_setting
-from giant.confdir import CONF_DIR, PROJECT_ROOT, group_options
+from giant.confdir import CONF_DIR, EVERY_TOOL, PROJECT_ROOT, group_options, prepare
 from giant.errors import ConfigError, exit_with
 from giant.eval.run_options import RunOptions
 from giant.llm.config import PROVIDER_NAMES, ProviderConfig, providers_with
@@ -36,27 +36,8 @@ if TYPE_CHECKING:  # Hydra's override parser is imported where used: it is slow 
 # unknown option is one line instead of Hydra's multi-line report.
 GROUPS = ("provider", "dataset", "agent", "tracking", "launcher", "experiment", "tools", "server")
 
-if not OmegaConf.has_resolver("giant_root"):
-    # conf/config.yaml hangs its default paths off the project root, not the working directory.
-    OmegaConf.register_new_resolver("giant_root", lambda: str(PROJECT_ROOT))
-
-# The `tools` option conf/config.yaml and conf/ask.yaml compose: every tool's settings file.
-EVERY_TOOL = "all"
-
-
-def compose_every_tool(conf_dir: Path = CONF_DIR) -> None:
-    """Offer the option `tools: all` (Hydra's ConfigStore), whose defaults list is every
-    conf/tools/<name>.yaml, each at `tools.<name>`: a defaults list cannot glob a folder, and this way a
-    new tool's file is composed without naming it anywhere else. Registered when this module is
-    imported, before any entrypoint or test composes; the entry configs name no tool."""
-    from hydra.core.config_store import ConfigStore
-
-    names = [name for name in group_options("tools", conf_dir) if name != EVERY_TOOL]
-    node = {"defaults": [*(f"{name}@{name}" for name in names), "_self_"]}
-    ConfigStore.instance().store(group="tools", name=EVERY_TOOL, node=node)
-
-
-compose_every_tool()
+# Registers ${giant_root:} and the `tools: all` option before any entrypoint or test composes conf/.
+prepare()
 
 
 class _Strict(BaseModel):

@@ -15,7 +15,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from giant.confdir import CONF_DIR, group_options
+from giant.confdir import compose, group_options
 
 
 def shipped_agent(mode: str, provider: str | None = None) -> dict[str, Any]:
@@ -26,17 +26,9 @@ def shipped_agent(mode: str, provider: str | None = None) -> dict[str, Any]:
 
 @functools.cache
 def _composed(mode: str, provider: str | None) -> dict[str, Any]:
-    # Hydra's loader, not `hydra.compose`: that needs the global Hydra instance, which a running job
-    # or a test's `initialize_config_dir` (perhaps of another conf folder) already holds.
-    from hydra._internal.config_loader_impl import ConfigLoaderImpl
-    from hydra._internal.utils import create_config_search_path
-    from hydra.types import RunMode
-
     if mode not in group_options("agent"):
         return {}
-    overrides = [f"agent={mode}", *([f"provider={provider}"] if provider else [])]
-    loader = ConfigLoaderImpl(config_search_path=create_config_search_path(str(CONF_DIR)))
-    cfg = loader.load_configuration("config", overrides, run_mode=RunMode.RUN)
+    cfg = compose("config", [f"agent={mode}", *([f"provider={provider}"] if provider else [])])
     values = OmegaConf.to_container(cfg.agent, resolve=True)
     assert isinstance(values, dict)
     return {str(key): value for key, value in values.items()}
