@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from giant.registry import owners
 from giant.roles import Method
 from giant.tools.registry import ToolName
 
@@ -114,11 +115,6 @@ class NavigationRules:
     budget: Literal["actions", "calls"]  # what T counts: executed crops/notes, or answered calls
 
 
-# Each registered mode's settings model by mode name, kept by giant.agent.modes.base.register: the
-# bases above ask it which modes own a key without importing the mode registry that builds on them.
-MODE_SETTINGS: dict[str, type[BaseAgentConfig]] = {}
-
-
 def modes_with_setting(setting: str) -> list[str]:
     """The modes whose settings include `setting` (for the one-line error on another mode's key)."""
-    return sorted(name for name, model in MODE_SETTINGS.items() if setting in model.model_fields)
+    return sorted(owners("mode", setting))

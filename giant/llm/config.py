@@ -7,14 +7,16 @@ provider (`thinking_budget` on openai) is one line naming the providers that hav
 
 `crop_size` is read by the conf layer only: conf/agent/*.yaml interpolates it into `agent.crop_size`
 (the per-provider S of paper_facts §2), and the agent reads only `AgentConfig.crop_size`.
-Each model's `implementation` ("module:Class") is the provider registry: the class, and its SDK, are
-imported only when a provider is built (giant.llm.factory).
+Each model is registered (giant.registry, kind "provider") and names its class as `implementation`
+("module:Class"): the class, and its SDK, are imported only when a provider is built (giant.llm.factory).
+A new provider is a module or package in giant/llm/providers/ registering its settings model, plus
+conf/provider/<name>.yaml.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -32,6 +34,8 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from giant.errors import ConfigError
+from giant.llm.providers import PROVIDERS
+from giant.registry import owners, register, settings_union
 from giant.roles import Method, Operational
 
 if TYPE_CHECKING:
@@ -134,6 +138,7 @@ class BatchedSettings(SdkSettings):
         return self
 
 
+@register("provider")
 class OpenAISettings(BatchedSettings):
     implementation = "giant.llm.openai_provider:OpenAIProvider"
     name: Method[Literal["openai"]] = Field(description="The provider; picking `provider=<name>` sets it.")
@@ -174,6 +179,7 @@ class OpenAISettings(BatchedSettings):
         return FLEX_TIMEOUT_S if self.service_tier == "flex" else STANDARD_TIMEOUT_S
 
 
+@register("provider")
 class AnthropicSettings(BatchedSettings):
     implementation = "giant.llm.anthropic_provider:AnthropicProvider"
     name: Method[Literal["anthropic"]] = Field(description="The provider; picking `provider=<name>` sets it.")
@@ -207,6 +213,7 @@ class AnthropicSettings(BatchedSettings):
         return self
 
 
+@register("provider")
 class OpenAICompatibleSettings(SdkSettings):
     implementation = "giant.llm.openai_compatible:OpenAICompatibleProvider"
     key_required = False
@@ -262,12 +269,14 @@ class OpenAICompatibleSettings(SdkSettings):
         return {"response_format": True, "none": False}.get(value, value)
 
 
+@register("provider")
 class RandomSettings(ProviderSettings):
     implementation = "giant.llm.random_provider:RandomProvider"
     name: Method[Literal["random"]] = Field(description="The provider; picking `provider=<name>` sets it.")
     seed: Method[int] = Field(description="Seed of the random crops and answers (the run's seed).")
 
 
+@register("provider")
 class ScriptedSettings(ProviderSettings):
     implementation = "giant.llm.scripted:ScriptedProvider"
     name: Method[Literal["scripted"]] = Field(description="The provider; picking `provider=<name>` sets it.")
@@ -284,22 +293,21 @@ class ScriptedSettings(ProviderSettings):
         return script
 
 
-# Adding a provider: its settings class above, its member here, its YAML in conf/provider/.
-_Members = OpenAISettings | AnthropicSettings | OpenAICompatibleSettings | RandomSettings | ScriptedSettings
-SETTINGS: tuple[type[ProviderSettings], ...] = get_args(_Members)
-PROVIDER_NAMES: tuple[str, ...] = tuple(get_args(s.model_fields["name"].annotation)[0] for s in SETTINGS)
+# Every provider: the built-ins above and each module or package in giant/llm/providers/ (giant.registry).
+PROVIDER_NAMES: tuple[str, ...] = tuple(PROVIDERS)
+SETTINGS: tuple[type[ProviderSettings], ...] = tuple(PROVIDERS.values())
 
 
 def settings_class(name: str) -> type[ProviderSettings]:
     """The settings model of a provider name; an unknown name is one line listing the known ones."""
-    if name not in PROVIDER_NAMES:
-        raise ConfigError(f"provider={name} is unknown; use one of {', '.join(PROVIDER_NAMES)}")
-    return SETTINGS[PROVIDER_NAMES.index(name)]
+    if name not in PROVIDERS:
+        raise ConfigError(f"provider={name} is unknown; use one of {', '.join(PROVIDERS)}")
+    return PROVIDERS[name]
 
 
 def providers_with(key: str) -> list[str]:
     """The providers that have a setting, for the one-line error about a key of another provider."""
-    return [name for name, s in zip(PROVIDER_NAMES, SETTINGS, strict=True) if key in s.model_fields]
+    return owners("provider", key)
 
 
 def _check_keys(data: Any) -> Any:
@@ -307,13 +315,13 @@ def _check_keys(data: Any) -> Any:
     if not isinstance(data, dict):
         return data
     name = data.get("name")
-    if name not in PROVIDER_NAMES:
+    if name not in PROVIDERS:
         raise PydanticCustomError(
             "provider_name",
             "provider={name} is unknown; use one of {names}",
-            {"name": str(name), "names": ", ".join(PROVIDER_NAMES)},
+            {"name": str(name), "names": ", ".join(PROVIDERS)},
         )
-    fields = settings_class(name).model_fields
+    fields = settings_class(str(name)).model_fields
     for key in data:
         if key not in fields:
             owners = providers_with(key)
@@ -330,7 +338,10 @@ def _check_keys(data: Any) -> Any:
     return data
 
 
-ProviderConfig = Annotated[_Members, Field(discriminator="name"), BeforeValidator(_check_keys)]
+if TYPE_CHECKING:
+    ProviderConfig = ProviderSettings
+else:
+    ProviderConfig = Annotated[settings_union("provider", "name"), BeforeValidator(_check_keys)]
 _ADAPTER: TypeAdapter[ProviderConfig] = TypeAdapter(ProviderConfig)
 
 

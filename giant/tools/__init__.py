@@ -1,8 +1,8 @@
 """Tools the navigating agent may consult besides cropping (paper Table 3: CONCH).
 
-A tool is a registered `Tool` class (giant.tools.base: the contract) in a package here, imported the
-first time the registry (`TOOLS`) is read (giant.tools.registry), so a tool's imports make no circle
-at start-up; its settings (`tools.<name>`, conf/tools/<name>.yaml) join `ToolSettings` and `agent.tools`
+A tool is a registered `Tool` class (giant.tools.base: the contract) in a module or package here,
+imported the first time the registry (`TOOLS`, giant.registry) is read, whatever was imported before;
+its settings (`tools.<name>`, conf/tools/<name>.yaml) join `ToolSettings` and `agent.tools`
 enables it per run. This package imports no model code: PyTorch is loaded only when a run enables a
 tool (the `conch` extra).
 """

@@ -57,14 +57,9 @@ class Tool(Generic[S, A, R]):
     conf/tools/<name>.yaml holding its settings' values (composed at `tools.<name>` with no header);
     nothing else names it (docs/ARCHITECTURE.md, "Adding a tool").
 
-    Imports: the tool packages are imported on the registry's first read (giant.tools.registry), once
-    giant.tools and the modules built on it are complete, so no import a tool module makes at its top,
-    the episode state's included, breaks the start-up with a circle. The layers still put tools/
-    below agent/, llm/ and record/ (docs/ARCHITECTURE.md; tests/test_import_graph.py names a circle
-    between units): import `EpisodeState` and the like under `if TYPE_CHECKING:`, as this module and
-    giant/tools/conch/ do, and reach the episode at run time through `run`'s `ep` (`ep.slide`,
-    `ep.cfg`, ...). Never import, at a tool module's top, what is built from the registry
-    (giant.tools.settings, giant.config): that is one ImportError naming the tool.
+    Imports: the tool packages are imported on the registry's first read (giant.registry). Never
+    import, at a tool module's top, what is built from the registry (giant.tools.settings,
+    giant.config): that is one ImportError naming the cause.
     """
 
     name: ClassVar[str]

@@ -1,13 +1,10 @@
 """The registered tools (`agent.tools=[conch]`) and loading the ones a run enables.
 
-Every package under giant/tools/ is a tool: its `@register` runs when the package is imported, and the
-packages are imported the first time the registry is read (`TOOLS`), not when giant.tools is. So
-giant.tools (the contract) and what imports it are complete before any tool package starts, and no
-import at a tool module's top, the episode state's included, makes a circle at start-up (the layers
-still want the episode state under TYPE_CHECKING: the `Tool` docstring). Only what is built from the
-registry at import time (giant.tools.settings, hence giant.config and the entry points) must not be
-imported by a tool module at its top; reading the registry while the tools are being imported is one
-clear ImportError instead of a registry silently missing tools.
+Every module or package under giant/tools/ besides the contract (base, registry, scorer, settings) is a
+tool: its `@register` runs when it is imported, and the registry (giant.registry) imports them the
+first time the tools are read (`TOOLS`), not when giant.tools is. Only what is built from the registry
+at import time (giant.tools.settings, hence giant.config and the entry points) must not be imported by
+a tool module at its top: that is one ImportError naming the cause.
 
 `load_tools` loads every enabled tool once per run, before any item starts, and turns whatever stands
 in the way (a missing extra, missing or gated weights, a wrong file) into one `ConfigError` line. The
@@ -17,79 +14,32 @@ settings, so a Hydra sweep run in one process reads the weights once.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel
 
+from giant import registry
 from giant.errors import ConfigError
 from giant.tools.base import Tool, ToolRecord
 
 T = TypeVar("T", bound=type[Tool[Any, Any, Any]])
 
-_registered: dict[str, type[Tool[Any, Any, Any]]] = {}
 _loaded: dict[tuple[str, str], Tool[Any, Any, Any]] = {}  # (name, settings JSON) -> the loaded tool
-_importing: str | None = None  # the tool package being imported while the registry fills
-_found = False  # every tool package under giant/tools/ imported
 
-
-def _find_tools() -> None:
-    """Import every tool package under giant/tools/ (sorted: the action union's order) once."""
-    global _found, _importing
-    if _found:
-        return
-    if _importing is not None:
-        raise ImportError(
-            f"giant.tools.{_importing} reads the tool registry while the tools are being imported: it "
-            "imports, at its top, a module built from the registry (giant.tools.settings, giant.config); "
-            "import that inside the function that needs it"
-        )
-    try:
-        for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
-            if module.ispkg:
-                _importing = module.name
-                importlib.import_module(f"giant.tools.{module.name}")
-        _found = True
-    finally:
-        _importing = None
-
-
-class _Registry(Mapping[str, type[Tool[Any, Any, Any]]]):
-    """The registered tools by name; reading it first imports every tool package (`_find_tools`)."""
-
-    def __getitem__(self, name: str) -> type[Tool[Any, Any, Any]]:
-        _find_tools()
-        return _registered[name]
-
-    def __iter__(self) -> Iterator[str]:
-        _find_tools()
-        return iter(_registered)
-
-    def __len__(self) -> int:
-        _find_tools()
-        return len(_registered)
-
-    def __repr__(self) -> str:
-        return f"TOOLS({', '.join(self)})"
-
-
-TOOLS: Mapping[str, type[Tool[Any, Any, Any]]] = _Registry()
+# The registered tools by name.
+TOOLS: Mapping[str, type[Tool[Any, Any, Any]]] = registry.members("tool")
 
 
 def register(cls: T) -> T:
     """Class decorator: the tool's name joins the action union, the schema and the settings."""
-    if cls.name in _registered:
-        raise ValueError(f"tool '{cls.name}' is registered twice")
-    _registered[cls.name] = cls
+    registry.add("tool", cls.name, cls)
     return cls
 
 
 def unregister(name: str) -> None:
     """Drop a tool (tests that register a throwaway tool clean up with this)."""
-    _registered.pop(name, None)
+    registry.unregister("tool", name)
 
 
 def record_models() -> dict[str, type[ToolRecord]]:

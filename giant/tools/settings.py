@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, create_model
 
-from giant.tools.registry import TOOLS
+from giant import registry
 
 if TYPE_CHECKING:
     ToolSettings = BaseModel
@@ -22,5 +22,5 @@ else:
     ToolSettings = create_model(
         "ToolSettings",
         __config__=ConfigDict(extra="forbid"),
-        **{name: (tool.settings | None, None) for name, tool in TOOLS.items()},
+        **{name: (model | None, None) for name, model in registry.settings_models("tool").items()},
     )

@@ -1,30 +1,20 @@
 """Every agent mode, registered: a module in this package with a `@register` Mode subclass is found
-at import, and its settings model joins `AgentConfig`, the union the run's config is validated into
-(docs/ARCHITECTURE.md, "Adding a mode")."""
+by the registry (giant.registry) the first time the modes are read, and its settings model joins
+`AgentConfig`, the union the run's config is validated into (docs/ARCHITECTURE.md, "Adding a mode")."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from typing import TYPE_CHECKING, Annotated, Any, Union
+from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
-
+from giant import registry
 from giant.agent.config import BaseAgentConfig
 from giant.agent.modes.base import MODES, CallPlan, Mode, find_mode, mode_of, modes_with_setting, register
 from giant.agent.shipped import shipped_agent
 
-for _module in pkgutil.iter_modules(__path__):
-    if _module.name != "base":
-        importlib.import_module(f"{__name__}.{_module.name}")
-
 if TYPE_CHECKING:
     AgentConfig = BaseAgentConfig
 else:
-    AgentConfig = Annotated[
-        Union[tuple(mode.settings for mode in MODES.values())],  # noqa: UP007 (built at runtime)
-        Field(discriminator="mode"),
-    ]
+    AgentConfig = registry.settings_union("mode", "mode")
 
 
 def parse_agent(data: dict[str, Any], provider: str | None = None) -> BaseAgentConfig:

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from giant.agent.config import MODE_SETTINGS, BaseAgentConfig, modes_with_setting
+from giant import registry
+from giant.agent.config import BaseAgentConfig, modes_with_setting
 
 if TYPE_CHECKING:
     from giant.agent.episode_state import EpisodeState
@@ -64,22 +65,19 @@ class Mode(Generic[C]):
         return None
 
 
-MODES: dict[str, Mode[Any]] = {}
+# Every registered mode by name (giant.registry: reading it imports every module of giant/agent/modes/).
+MODES: Mapping[str, Mode[Any]] = registry.members("mode")
 
 
 def register(cls: type[Mode[C]]) -> type[Mode[C]]:
     """Class decorator: one instance per mode name (a second mode of the same name is an error)."""
-    if cls.name in MODES:
-        raise ValueError(f"agent mode '{cls.name}' is registered twice")
-    MODES[cls.name] = cls()
-    MODE_SETTINGS[cls.name] = cls.settings
+    registry.add("mode", cls.name, cls())
     return cls
 
 
 def unregister(name: str) -> None:
     """Drop a mode (tests that register a throwaway mode clean up with this)."""
-    MODES.pop(name, None)
-    MODE_SETTINGS.pop(name, None)
+    registry.unregister("mode", name)
 
 
 def mode_of(cfg: BaseAgentConfig) -> Mode[Any]:
