@@ -1,4 +1,4 @@
-"""The configuration reference (giant/config_reference.py) against the code it is written from.
+"""The configuration reference (scripts/config_reference.py) against the code it is written from.
 
 The keys expected here are read from the settings models and from Hydra's own composition of conf/,
 not from the generator's walk, so a generator that skips a section, or a model and a YAML file that
@@ -23,7 +23,6 @@ from mkdocs.structure.files import File, Files
 from omegaconf import DictConfig, OmegaConf
 from pydantic import BaseModel, Field
 
-from giant import config_reference as ref
 from giant.agent.modes import MODES
 from giant.confdir import CONF_DIR, PROJECT_ROOT, group_options
 from giant.config import (
@@ -39,6 +38,7 @@ from giant.fetch_job import FetchOptions
 from giant.llm.config import PROVIDER_NAMES, SETTINGS
 from giant.llm.serve import ServerSettings
 from giant.tools import TOOLS
+from scripts import config_reference as ref
 
 PAGE = "reference/configuration.md"
 HOOKS = PROJECT_ROOT / "scripts" / "docs_hooks.py"

@@ -7,9 +7,11 @@ reads (the Hydra launcher plugins' `hydra.launcher.*`) take their type from the 
 and their meaning from the comment beside them in conf/launcher/. Nothing here lists keys by hand: a
 new setting appears in the reference as soon as its model and its YAML have it.
 
-The MkDocs hook scripts/docs_hooks.py writes the page `reference/configuration.md` from `render()` on
-every build (the page is never a file in docs/); `python -m giant.config_reference [GROUP ...]` prints
-it in the terminal. tests/docs/ checks every key against the models and conf/ independently.
+Docs tooling, not runtime: the MkDocs hook scripts/docs_hooks.py writes the page
+`reference/configuration.md` from `render()` on every build (the page is never a file in docs/);
+`python scripts/config_reference.py [GROUP ...]` prints it in the terminal. The page's prose is the
+Markdown template beside this file (scripts/config_reference.md); the options' lists come from the
+registry (giant.registry). tests/docs/ checks every key against the models and conf/ independently.
 """
 
 from __future__ import annotations
@@ -31,28 +33,16 @@ from omegaconf import OmegaConf
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from giant.agent.modes import MODES
 from giant.confdir import CONF_DIR, PROJECT_ROOT, group_options
 from giant.config import DatasetSettings, PathSettings, RunOptions, TrackingSettings, record_roles
-from giant.llm.config import PROVIDER_NAMES, SETTINGS
 from giant.llm.serve import ServerSettings
+from giant.registry import Kind, members, settings_models
 from giant.roles import Role, role_of
-from giant.tools import TOOLS
 from giant.tools.registry import known_tool
 
 MISSING = "???"  # Hydra's mark of a value the user must pass
 NAMED = "the option's name"  # the default of a group's discriminator (agent.mode, provider.name)
 ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT"})()  # a key an option has no value for
-
-# What each role means to a job and to a comparison (the flags themselves come from giant.roles).
-ROLE_MEANINGS: dict[Role, str] = {
-    Role.METHOD: "The measured method (agent, model, seed).",
-    Role.DATA: "Which data the numbers are over.",
-    Role.REPEATS: "Runs per item: more runs continue a job, but x5 is another method than x1.",
-    Role.SCORING: "How answers are scored: a re-score (`scripts/rescore.py`) changes it without a rerun.",
-    Role.SELECTION: "Which items of the dataset: a pilot grows into the full run.",
-    Role.OPERATIONAL: "How a job runs (pacing, retries, keys, paths, tracking).",
-}
 
 
 @dataclass(frozen=True)
@@ -89,8 +79,8 @@ class Group:
     """One section of the page: a config group, the run's top-level keys or an entry point's."""
 
     id: str  # its anchor
-    title: str
-    about: str  # Markdown paragraph under the title
+    title: str = ""  # from scripts/config_reference.md
+    about: str = ""  # Markdown paragraph under the title, from scripts/config_reference.md
     keys: tuple[Key, ...] = ()
     options: tuple[tuple[str, str], ...] = ()  # (option, what its file says it is)
     default_option: str | None = None
@@ -275,7 +265,7 @@ def choices(annotation: Any) -> list[str]:
         return [format_value(member.value) for member in annotation]
     if origin is Annotated:
         if any(getattr(item, "func", None) is known_tool for item in args[1:]):
-            return sorted(TOOLS)
+            return sorted(members("tool"))
         return choices(args[0])
     return [value for arg in args for value in choices(arg)]
 
@@ -518,8 +508,6 @@ def _option_list(group: str, names: Iterable[str]) -> tuple[tuple[str, str], ...
 
 def _option_group(
     group: str,
-    title: str,
-    about: str,
     models: Mapping[str, type[BaseModel] | None],
     *,
     owner_label: str,
@@ -554,8 +542,6 @@ def _option_group(
     every = all(len(key.owners) == len(models) for key in keys)
     return Group(
         id=group,
-        title=title,
-        about=about,
         keys=keys,
         options=_option_list(group, models),
         default_option=_picked("config").get(group),
@@ -570,11 +556,6 @@ def run_group() -> Group:
     own = {key: value for key, value in values.items() if key not in _ENTRY_KEYS_ELSEWHERE}
     return Group(
         id="run",
-        title="Run keys (top level of `conf/config.yaml`)",
-        about=(
-            "How many runs, which items, the pacing and the scoring of `scripts/run_eval.py`: top-level "
-            "keys, typed without a prefix (`runs_per_item=5 limit=20`)."
-        ),
         keys=build_keys(
             {"config": Source(RunOptions, own, comments=yaml_comments(CONF_DIR / "config.yaml"))}, roles=True
         ),
@@ -586,75 +567,25 @@ def paths_group() -> Group:
     values = load_yaml(CONF_DIR / "config.yaml")["paths"]
     return Group(
         id="paths",
-        title="Paths (`paths.*`)",
-        about=(
-            "Filesystem locations, each settable from the environment (the `GIANT_*` variable in its "
-            "default) or on the command line. Relative defaults hang off the project root, so a run works "
-            "from any working directory."
-        ),
         keys=build_keys({"config": Source(PathSettings, values, prefix="paths.")}, roles=True),
         roles=True,
     )
 
 
-def agent_group() -> Group:
-    names = _options("agent", list(MODES))
+def _registered(group: str, kind: Kind, owner_label: str) -> Group:
+    """A group whose options are registered (giant.registry): each with its settings model."""
+    models = settings_models(kind)
+    names = _options(group, list(models))
     return _option_group(
-        "agent",
-        "Agent modes (`agent=`)",
-        (
-            "How an episode runs: the navigation loop of Algorithm 1 in one of its three readings, or a "
-            "baseline. Every mode starts from `conf/agent_common.yaml` and has only the settings it reads: a "
-            "key of another mode is an error that names the modes having it."
-        ),
-        {name: (MODES[name].settings if name in MODES else None) for name in names},
-        owner_label="Modes",
-        roles=True,
-    )
-
-
-def provider_group() -> Group:
-    by_name = dict(zip(PROVIDER_NAMES, SETTINGS, strict=True))
-    return _option_group(
-        "provider",
-        "Providers (`provider=`)",
-        (
-            "The model behind the agent. Every default of a provider is in `conf/provider/<name>.yaml`; a "
-            "key of another provider is an error that names the providers having it."
-        ),
-        {name: by_name.get(name) for name in _options("provider", PROVIDER_NAMES)},
-        owner_label="Providers",
-        roles=True,
+        group, {name: models.get(name) for name in names}, owner_label=owner_label, roles=True
     )
 
 
 def dataset_group() -> Group:
     return _option_group(
         "dataset",
-        "Datasets (`dataset=`)",
-        (
-            "Which questions and slides. Every dataset starts from `conf/dataset_common.yaml` and sets its "
-            "name and task (`benchmark`)."
-        ),
         dict.fromkeys(_options("dataset"), DatasetSettings),
         owner_label="Datasets",
-        roles=True,
-    )
-
-
-def tools_group() -> Group:
-    names = _options("tools", list(TOOLS))
-    return _option_group(
-        "tools",
-        "Tools (`tools.<name>.*`)",
-        (
-            "Settings of the tools the navigating agent may consult besides cropping (paper Table 3). A tool "
-            "runs only when `agent.tools` names it (`agent.tools=[conch]`); every "
-            "`conf/tools/<name>.yaml` is composed (`tools: all`), and a run records the settings of the "
-            "tools it enables."
-        ),
-        {name: (TOOLS[name].settings if name in TOOLS else None) for name in names},
-        owner_label="Tools",
         roles=True,
     )
 
@@ -662,8 +593,6 @@ def tools_group() -> Group:
 def tracking_group() -> Group:
     return _option_group(
         "tracking",
-        "Tracking (`tracking.*`)",
-        "Where each job is logged: one MLflow run per job, a parent run per sweep.",
         dict.fromkeys(_options("tracking"), TrackingSettings),
         owner_label="Trackers",
         roles=True,
@@ -673,11 +602,6 @@ def tracking_group() -> Group:
 def server_group() -> Group:
     return _option_group(
         "server",
-        "Model server (`server=`)",
-        (
-            "A model server started inside the job for `provider=openai_compatible`, and stopped when the "
-            "job ends. Off unless picked (`server=vllm`)."
-        ),
         dict.fromkeys(_options("server"), ServerSettings),
         owner_label="Servers",
         roles=False,
@@ -705,12 +629,6 @@ def launcher_group() -> Group:
     quiet = [name for name in names if not any(name in key.owners for key in keys)]
     return Group(
         id="launcher",
-        title="Launchers (`launcher=`)",
-        about=(
-            "How the jobs of a sweep (`-m`) run: one after another, in local processes, or as SLURM array "
-            "tasks. These are the settings of Hydra's launcher plugins (`hydra.launcher.*`) that "
-            "`conf/launcher/` gives values; the plugins have more."
-        ),
         keys=keys,
         options=_option_list("launcher", names),
         default_option=_picked("config").get("launcher"),
@@ -747,11 +665,6 @@ def experiment_group() -> Group:
         presets.append(Preset(name=name, about=about, example=example, sweeps=sweeps, sets=sets))
     return Group(
         id="experiment",
-        title="Experiment presets (`experiment=`)",
-        about=(
-            "The paper's experiments as sweeps, each run with `-m`. A preset sets what it sweeps over (and "
-            "little else); every other key keeps its default or your override."
-        ),
         presets=tuple(presets),
     )
 
@@ -767,12 +680,6 @@ def _entry(name: str, model: type[BaseModel], own_keys: Iterable[str] | None = N
 def ask_group() -> Group:
     return Group(
         id="ask",
-        title="One question: `scripts/ask.py` (`conf/ask.yaml`)",
-        about=(
-            "One question about one slide, with the [provider](#provider), [agent](#agent) and "
-            '[tools](#tools) groups of a run: `python scripts/ask.py slide=PATH question="Which organ?" '
-            "options='[liver,lung,kidney]'`. Its own keys:"
-        ),
         keys=build_keys(_entry("ask", ask_settings()), roles=False, anchor_prefix="ask."),
         notes=(
             "`paths.root` and `paths.output_dir` are as in [paths](#paths); the job folder is under `ask/`.",
@@ -785,13 +692,6 @@ def fetch_group() -> Group:
 
     return Group(
         id="fetch",
-        title="Fetching slides: `scripts/fetch_slides.py` (`conf/fetch.yaml`)",
-        about=(
-            "Downloads the slides a run will use. It starts from `conf/config.yaml`, so the "
-            "[dataset](#dataset) group, [paths](#paths), `limit` and `item_ids` pick the slides that run "
-            "would open; `dry_run=true` prints per task how many slides are present and how many bytes are "
-            "left to fetch, then stops. Its own keys:"
-        ),
         keys=build_keys(
             _entry("fetch", FetchOptions, FetchOptions.model_fields), roles=False, anchor_prefix="fetch."
         ),
@@ -803,13 +703,6 @@ def rescore_group() -> Group:
 
     return Group(
         id="rescore",
-        title="Re-scoring: `scripts/rescore.py` (`conf/rescore.yaml`)",
-        about=(
-            "A finished job's recorded answers scored again, with no provider call: `python "
-            "scripts/rescore.py source=<job folder or MLflow run id> panda_null_as_zero=false`. The "
-            "[tracking](#tracking) group says where a source run is read and the re-score logged. Its own "
-            "keys:"
-        ),
         keys=build_keys(_entry("rescore", RescoreSettings), roles=False, anchor_prefix="rescore."),
         notes=(
             "`paths.root` and `paths.output_dir` are as in [paths](#paths); the job folder is under "
@@ -835,10 +728,10 @@ def ask_settings() -> type[BaseModel]:
 BUILDERS: dict[str, Callable[[], Group]] = {
     "run": run_group,
     "paths": paths_group,
-    "agent": agent_group,
-    "provider": provider_group,
+    "agent": lambda: _registered("agent", "mode", "Modes"),
+    "provider": lambda: _registered("provider", "provider", "Providers"),
     "dataset": dataset_group,
-    "tools": tools_group,
+    "tools": lambda: _registered("tools", "tool", "Tools"),
     "tracking": tracking_group,
     "server": server_group,
     "launcher": launcher_group,
@@ -852,7 +745,11 @@ BUILDERS: dict[str, Callable[[], Group]] = {
 @functools.cache
 def groups() -> tuple[Group, ...]:
     """Every section of the reference, in page order."""
-    return tuple(build() for build in BUILDERS.values())
+    return tuple(
+        dataclasses.replace(group, title=title, about=about)
+        for group in (build() for build in BUILDERS.values())
+        for title, about in [_group_prose(group.id)]
+    )
 
 
 # ---------------------------------------------------------------------------------------------- page
@@ -861,31 +758,25 @@ def groups() -> tuple[Group, ...]:
 # page's own list of sections (below the intro) links every group.
 FRONT_MATTER = "---\nhide:\n  - toc\n---\n"
 
-INTRO = """\
-# Configuration reference
+TEMPLATE = Path(__file__).with_suffix(".md")  # the page's prose, by block
+_MARKER = re.compile(r"^<!-- (\S[^>]*?) -->\n", re.M)
 
-Every setting of giant, generated from the code on each documentation build
-(`giant/config_reference.py`): each key's type and bounds come from the pydantic settings models, its
-default from `conf/` (where every default lives) and its meaning from the model field's description.
-Print it in a terminal with `python -m giant.config_reference`, or some sections of it with e.g.
-`python -m giant.config_reference agent provider`.
 
-Set a key on the command line as it is written in the first column; pick a config group's option by
-the group's name:
+@functools.cache
+def prose() -> dict[str, str]:
+    """The template's blocks by marker (`intro`, `roles`, `role: <role>`, `group: <id>`)."""
+    parts = _MARKER.split(TEMPLATE.read_text(encoding="utf-8"))
+    return {name: text.strip("\n") for name, text in zip(parts[1::2], parts[2::2], strict=True)}
 
-```bash
-python scripts/run_eval.py provider=anthropic dataset=tcga agent=giant agent.max_steps=10 limit=20
-python scripts/run_eval.py --cfg job provider=openai   # print the composed config, run nothing
-```
 
-- **Type**: as YAML writes it (`null` for none, `path` for a file or folder), then its bounds.
-- **Default**: the value in `conf/`. `${...}` is an interpolation (`${oc.env:VAR,fallback}` reads an
-  environment variable); *required* must be passed. Where a group's options differ, the value most of
-  them share comes first, then the others by option.
-- **Role**: what a setting is to a run (see [Roles](#roles)): whether changing it starts a new job
-  rather than resuming one, and whether two runs that differ in it are different methods.
-- Keys under `hydra.` other than the launchers' are Hydra's own (e.g. `hydra.run.dir=...`, the job folder).
-"""
+def _paragraph(text: str) -> str:
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _group_prose(group: str) -> tuple[str, str]:
+    """A group's title (its block's `## ` line) and paragraph (the rest, on one line)."""
+    title, _, about = prose()[f"group: {group}"].partition("\n")
+    return title.removeprefix("## "), _paragraph(about)
 
 
 def render(selected: Iterable[str] | None = None, *, page: bool = True) -> str:
@@ -894,7 +785,7 @@ def render(selected: Iterable[str] | None = None, *, page: bool = True) -> str:
     chosen = list(groups()) if selected is None else [g for g in groups() if g.id in set(selected)]
     out: list[str] = [FRONT_MATTER] if page else []
     if selected is None:
-        out += [INTRO, _contents(chosen), _roles_section(page)]
+        out += [prose()["intro"] + "\n", _contents(chosen), _roles_section(page)]
     out += [_section(group, page) for group in chosen]
     return "\n".join(out).rstrip() + "\n"
 
@@ -912,20 +803,18 @@ def _count(group: Group) -> str:
 
 
 def _roles_section(page: bool) -> str:
+    title, _, about = prose()["roles"].partition("\n")
     lines = [
-        "## Roles" + (" {#roles}" if page else ""),
+        title + (" {#roles}" if page else ""),
         "",
-        "Each setting of a run declares its role on its model field (`giant/roles.py`). *Hashed*: part of "
-        "the job's config hash, so changing it starts a new job instead of resuming one. *Compared*: two "
-        "runs that differ in it are different methods in a comparison. Entry points' own keys (ask, fetch, "
-        "re-score), the server and the launchers are not part of a run's record and have no role.",
+        _paragraph(about),
         "",
         "| Role | Hashed | Compared | Meaning |",
         "| --- | --- | --- | --- |",
     ]
     for role in Role:
         hashed, compared = ("yes" if flag else "no" for flag in (role.hashed, role.compared))
-        lines.append(f"| `{role.value}` | {hashed} | {compared} | {escape(ROLE_MEANINGS[role])} |")
+        lines.append(f"| `{role.value}` | {hashed} | {compared} | {escape(prose()['role: ' + role.value])} |")
     return "\n".join(lines) + "\n"
 
 
@@ -983,7 +872,7 @@ def _presets_table(group: Group, page: bool) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the reference (plain Markdown) to stdout."""
     parser = argparse.ArgumentParser(
-        prog="python -m giant.config_reference",
+        prog="python scripts/config_reference.py",
         description="Print the configuration reference: every key, its type, default and meaning.",
     )
     parser.add_argument("sections", nargs="*", metavar="SECTION", help=f"only these: {', '.join(BUILDERS)}")
