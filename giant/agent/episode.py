@@ -29,7 +29,7 @@ from giant.wsi import SlideError, SlideMissing
 from giant.wsi.slide import shared_slide
 
 
-async def run_episode(
+async def run_episode(  # noqa: PLR0913  the episode's inputs, each from a different owner (item, slide, provider, tools, limits)
     item: Item,
     slide_path: Path,
     provider: Provider,

@@ -80,7 +80,7 @@ class EpisodeState(Generic[C]):
     """What one episode has done so far (calls, regions, steps) and the services it runs on; `C` is
     the mode's settings model."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  the state of one episode, built once by run_episode
         self,
         item: Item,
         slide: Slide,

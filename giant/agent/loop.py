@@ -172,7 +172,7 @@ class Navigator:
     def _failure_status(self, state: _Attempt) -> Status:
         return "budget_exceeded" if state.budget_forced else "retries_exhausted"
 
-    async def _handle_turn(self, state: _Attempt, call: Call, turn: ModelTurn, must_answer: bool) -> bool:
+    async def _handle_turn(self, state: _Attempt, call: Call, turn: ModelTurn, must_answer: bool) -> bool:  # noqa: PLR0915  one turn's dispatch over every action kind, kept in one place
         """Execute the turn's steps in order; True when the episode is answered."""
         ep, t = self.ep, self.t
         replies: list[_Reply] = []

@@ -113,7 +113,7 @@ def _budget(
     return RunBudget(limit, CallPricer(provider.model, pricing, image_tokens, tier), spent=spent)
 
 
-async def run_eval(
+async def run_eval(  # noqa: PLR0913, PLR0915  the runner seam (issue 30: one services object, plan/workers/finish split)
     items: Sequence[Item],
     *,
     wsi_root: Path,
@@ -312,7 +312,7 @@ def _problem_record(item: Item, run_index: int, run: RunOptions, problem: Except
     return _record(item, run_index, run, status=status, reason=str(problem), cause=cause)
 
 
-async def _run_one(
+async def _run_one(  # noqa: PLR0913  one item-run's inputs, all from run_eval's scope
     item: Item,
     run_index: int,
     slide: Path | Exception,

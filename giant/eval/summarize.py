@@ -32,7 +32,7 @@ _PATH = re.compile(r"(?<![\w<])(?:[A-Za-z]:)?[\w.~-]*[/\\][^\s,;:()'\"]+")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
-def summarize(
+def summarize(  # noqa: PLR0913  every total of a run goes into its summary
     records: Sequence[ResultRecord],
     items: Sequence[Item],
     *,

@@ -106,7 +106,7 @@ class CallRuntime:
         usage.cost_batch_usd = (usage.cost_usd or 0.0) * usage.calls_batch
         return usage
 
-    async def execute(
+    async def execute(  # noqa: PLR0913  the call's request, its context and the runtime's limits
         self,
         ctx: CallContext,
         conversation: Conversation,

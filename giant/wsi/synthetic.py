@@ -56,7 +56,7 @@ class _Nuclei:
     top: np.ndarray
 
 
-def write_synthetic_slide(
+def write_synthetic_slide(  # noqa: PLR0913  keyword-only options of a synthetic slide, each with a default
     path: str | Path,
     width: int,
     height: int,

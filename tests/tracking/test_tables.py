@@ -30,7 +30,7 @@ from giant.tracking.tables import (
 _clock = itertools.count(1_700_000_000_000, 1000)
 
 
-def log_job(
+def log_job(  # noqa: PLR0913  one fake job's recorded fields, keyword-only
     exp_id: str,
     *,
     task: str,
