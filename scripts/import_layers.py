@@ -2,10 +2,10 @@
 
 python scripts/import_layers.py
 
-Every import counts (function bodies included: a lazy import is still a dependency) except those under
-`if TYPE_CHECKING`. A unit is a first-level package (giant/agent/, ...) or a top-level module
-(giant/config.py, ...); a unit's layer is one above the highest unit it imports, so every arrow points
-down. Exits 1 on an import circle between units. tests/test_import_graph.py holds giant to no circle
+Every import counts: function bodies included (a lazy import is still a dependency), and those under
+`if TYPE_CHECKING` too (an annotation's type is a dependency of the code that names it). A unit is a
+first-level package (giant/agent/, ...) or a top-level module (giant/config.py, ...); a unit's layer
+is one above the highest unit it imports, so every arrow points down. Exits 1 on an import circle between units. tests/test_import_graph.py holds giant to no circle
 among its modules or its units, with the functions below.
 """
 
@@ -36,7 +36,7 @@ def unit(module: str) -> str:
 
 
 def imported(module: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """The modules of giant that `module` imports outside `if TYPE_CHECKING`."""
+    """The modules of giant that `module` imports, anywhere in it."""
 
     def resolve(name: str) -> str | None:
         while name and name not in known:
@@ -46,11 +46,7 @@ def imported(module: str, path: Path, known: dict[str, Path]) -> set[str]:
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
 
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
-            for runs in node.orelse:  # the else branch runs
-                visit(runs)
-            return
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found.update(t for a in node.names if (t := resolve(a.name)))
         elif isinstance(node, ast.ImportFrom):
@@ -62,10 +58,6 @@ def imported(module: str, path: Path, known: dict[str, Path]) -> set[str]:
                 full = f"{base}.{alias.name}"
                 if (target := full if full in known else resolve(base)) is not None:
                     found.add(target)
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(ast.parse(path.read_text(encoding="utf-8")))
     return found
 
 

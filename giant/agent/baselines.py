@@ -14,7 +14,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -29,10 +29,10 @@ from giant.record.trajectory import Region
 from giant.wsi.slide import Slide
 from giant.wsi.tissue import TissueMask, sample_boxes
 
-if TYPE_CHECKING:  # annotations only: each mode (giant/agent/modes/) calls its runner here, not back
-    from giant.agent.modes.patch import PatchConfig
-    from giant.agent.modes.random_regions import RandomRegionsConfig
-    from giant.agent.modes.thumbnail import ThumbnailConfig
+# Each mode (giant/agent/modes/) calls its runner here, and this module imports no mode, not even for
+# an annotation (no import circle, type-only imports counted): a runner's episode carries its mode's
+# settings, typed where the mode calls it.
+ModeEpisode = EpisodeState[Any]
 
 
 @dataclass
@@ -89,7 +89,7 @@ async def _sample(
         raise EpisodeEnd("slide_error", f"{ep.slide.path}: {exc}") from None
 
 
-async def run_thumbnail(ep: EpisodeState[ThumbnailConfig]) -> None:
+async def run_thumbnail(ep: ModeEpisode) -> None:
     cfg = ep.cfg
     encoded = await render_thumbnail(ep.slide, cfg.thumbnail_size, cfg.jpeg_quality)
     ep.traj.regions.append(
@@ -110,7 +110,7 @@ async def run_thumbnail(ep: EpisodeState[ThumbnailConfig]) -> None:
     ep.answered(text, budget_forced=False)
 
 
-async def run_patch(ep: EpisodeState[PatchConfig]) -> None:
+async def run_patch(ep: ModeEpisode) -> None:
     cfg = ep.cfg
     boxes = await _sample(ep, cfg.patch_count, cfg.patch_size, cfg.patch_size, cfg.region_min_tissue)
     patches = [
@@ -146,7 +146,7 @@ async def run_patch(ep: EpisodeState[PatchConfig]) -> None:
     ep.answered(None, budget_forced=False)
 
 
-async def run_random_regions(ep: EpisodeState[RandomRegionsConfig]) -> None:
+async def run_random_regions(ep: ModeEpisode) -> None:
     cfg = ep.cfg
     n = cfg.max_steps - 1
     first = await overview(ep)

@@ -47,7 +47,7 @@ from giant.llm.types import (
     TextPart,
 )
 from giant.record.trajectory import Call
-from giant.tools import Seen, UnusableCall, loaded
+from giant.tools import Seen, ToolContext, UnusableCall, loaded
 
 
 def crop_issues(box: Box, width: int, height: int) -> list[str]:
@@ -231,7 +231,9 @@ class Navigator:
                 tool = self.tools[action.type]
                 image, box = state.latest or ("the overview", ep.full_box)
                 try:
-                    record = await tool.run(ep, Seen(call.index, image, box), action)
+                    record = await tool.run(
+                        ToolContext(ep.slide, ep.cfg.fill), Seen(call.index, image, box), action
+                    )
                 except UnusableCall as exc:
                     reject(step, exc.feedback, self._failure_status(state), f"unusable {action.type} call")
                     continue

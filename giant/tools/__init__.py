@@ -9,7 +9,7 @@ tool (the `conch` extra).
 
 from typing import TYPE_CHECKING, Any
 
-from giant.tools.base import Seen, Tool, ToolRecord, UnusableCall
+from giant.tools.base import Seen, Tool, ToolContext, ToolRecord, UnusableCall
 from giant.tools.registry import TOOLS, load_tools, loaded, register, unregister
 
 if TYPE_CHECKING:
@@ -28,6 +28,7 @@ __all__ = [
     "TOOLS",
     "Seen",
     "Tool",
+    "ToolContext",
     "ToolRecord",
     "ToolSettings",
     "UnusableCall",

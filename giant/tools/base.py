@@ -18,7 +18,7 @@ from giant.actions import ActionModel
 from giant.core import Box
 
 if TYPE_CHECKING:
-    from giant.agent.episode_state import EpisodeState
+    from giant.wsi.slide import Fill, Slide
 
 
 class ToolRecord(BaseModel):
@@ -45,6 +45,16 @@ class Seen:
     box: Box  # that image's level-0 region
 
 
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool call may read of its episode, and nothing more: the slide, and the colour of its
+    outside and transparent pixels (`agent.fill`). A tool never sees the episode's state, so tools/ sits
+    below agent/ in the layers, type-only imports counted."""
+
+    slide: Slide
+    fill: Fill
+
+
 S = TypeVar("S", bound=BaseModel)
 A = TypeVar("A", bound=ActionModel)
 R = TypeVar("R", bound=ToolRecord)
@@ -57,9 +67,10 @@ class Tool(Generic[S, A, R]):
     conf/tools/<name>.yaml holding its settings' values (composed at `tools.<name>` with no header);
     nothing else names it (docs/ARCHITECTURE.md, "Adding a tool").
 
-    Imports: the tool packages are imported on the registry's first read (giant.registry). Never
-    import, at a tool module's top, what is built from the registry (giant.tools.settings,
-    giant.config): that is one ImportError naming the cause.
+    A call sees its episode through a `ToolContext` (the slide and the fill) and the image it is asked
+    about (`Seen`), never the episode's state: tools/ imports nothing of agent/. The tool packages are
+    imported on the registry's first read (giant.registry); never import, at a tool module's top,
+    what is built from the registry (giant.tools.settings, giant.config): one ImportError says so.
     """
 
     name: ClassVar[str]
@@ -80,8 +91,9 @@ class Tool(Generic[S, A, R]):
         """The system prompt's paragraph on the tool, appended when a run enables it."""
         raise NotImplementedError
 
-    async def run(self, ep: EpisodeState[Any], seen: Seen, action: A) -> R:
-        """Execute one call on the latest image; UnusableCall carries the model's feedback."""
+    async def run(self, ctx: ToolContext, seen: Seen, action: A) -> R:
+        """Execute one call on the latest image (`seen`) of `ctx.slide`; UnusableCall carries the
+        model's feedback."""
         raise NotImplementedError
 
     def reply(self, record: R) -> str:

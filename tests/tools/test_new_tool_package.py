@@ -2,9 +2,8 @@
 written the way a user would (a package and a YAML file, nothing else) into a copy of giant/ and conf/,
 and the real CLI (scripts/run_eval.py, a Hydra subprocess with the copy on PYTHONPATH) runs it.
 
-The tool's module imports the episode state at its top, not under TYPE_CHECKING as the Tool docstring
-asks: the worst case a user may write. The tool packages are imported on the registry's first read
-(giant.tools.registry), so even that makes no import circle at start-up."""
+The tool sees its episode through the narrow `ToolContext` (the slide and the fill), never the
+episode's state, and its package is imported on the registry's first read (giant.registry)."""
 
 from __future__ import annotations
 
@@ -31,10 +30,9 @@ from typing import Any, ClassVar, Literal, Self
 from pydantic import BaseModel, Field
 
 from giant.actions import ActionModel
-from giant.agent.episode_state import EpisodeState  # at run time (TYPE_CHECKING is the rule)
 from giant.core import Box
 from giant.roles import Method
-from giant.tools import Seen, Tool, ToolRecord, register
+from giant.tools import Seen, Tool, ToolContext, ToolRecord, register
 
 
 class MeasureSettings(BaseModel):
@@ -73,8 +71,8 @@ class MeasureTool(Tool[MeasureSettings, MeasureAction, MeasureRecord]):
     def prompt(self) -> str:
         return "You can also measure your latest image with the measure action."
 
-    async def run(self, ep: EpisodeState[Any], seen: Seen, action: MeasureAction) -> MeasureRecord:
-        assert isinstance(ep, EpisodeState)
+    async def run(self, ctx: ToolContext, seen: Seen, action: MeasureAction) -> MeasureRecord:
+        assert isinstance(ctx, ToolContext) and ctx.fill == "white"
         pixels = seen.box.w * seen.box.h
         return MeasureRecord(
             call_index=seen.call_index, tool=self.name, image=seen.image, region=seen.box, pixels=pixels,

@@ -11,12 +11,11 @@ import pytest
 from pydantic import BaseModel
 
 from giant.actions import ActionModel
-from giant.agent.episode_state import EpisodeState
 from giant.core import Box, Item
 from giant.llm.schema import offered_actions, step_from_data, step_schema
 from giant.record.trajectory import Trajectory
 from giant.roles import Method
-from giant.tools import Seen, Tool, ToolRecord, register, unregister
+from giant.tools import Seen, Tool, ToolContext, ToolRecord, register, unregister
 from tests.agent.conftest import answer, crop, run, scripted, texts
 
 
@@ -51,7 +50,7 @@ class MeasureTool(Tool[MeasureSettings, MeasureAction, MeasureRecord]):
     def prompt(self) -> str:
         return "You can also measure your latest image: the measure action returns its size in pixels."
 
-    async def run(self, ep: EpisodeState[Any], seen: Seen, action: MeasureAction) -> MeasureRecord:
+    async def run(self, ctx: ToolContext, seen: Seen, action: MeasureAction) -> MeasureRecord:
         pixels = seen.box.w * seen.box.h
         return MeasureRecord(
             call_index=seen.call_index, tool=self.name, image=seen.image, region=seen.box, pixels=pixels

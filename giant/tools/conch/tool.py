@@ -13,19 +13,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import Field
 
 from giant.actions import ActionModel, NonEmptyStr
 from giant.core import Box
-from giant.tools.base import Seen, Tool, ToolRecord, UnusableCall
+from giant.tools.base import Seen, Tool, ToolContext, ToolRecord, UnusableCall
 from giant.tools.conch.settings import HYPOTHESES_CAP, ConchSettings
 from giant.tools.registry import register
 from giant.tools.scorer import Scorer
-
-if TYPE_CHECKING:
-    from giant.agent.episode_state import EpisodeState
 
 
 class ConchAction(ActionModel):
@@ -121,14 +118,14 @@ class ConchTool(Tool[ConchSettings, ConchAction, ConchRecord]):
     def prompt(self) -> str:
         return conch_prompt(self.max_hypotheses)
 
-    async def run(self, ep: EpisodeState[Any], seen: Seen, action: ConchAction) -> ConchRecord:
+    async def run(self, ctx: ToolContext, seen: Seen, action: ConchAction) -> ConchRecord:
         """Score `action.hypotheses` against the central square of the latest image. Raises
         UnusableCall (too many hypotheses, a scorer failure) with the feedback for the model."""
         if len(action.hypotheses) > self.max_hypotheses:
             raise UnusableCall(conch_too_many(len(action.hypotheses), self.max_hypotheses))
         scorer = self.scorer
         started = time.monotonic()
-        region = await ep.slide.aread_region(central_square(seen.box), scorer.input_size, fill=ep.cfg.fill)
+        region = await ctx.slide.aread_region(central_square(seen.box), scorer.input_size, fill=ctx.fill)
         try:
             scores = await asyncio.to_thread(scorer.score, region.image, action.hypotheses)
         except Exception as exc:  # a model failure ends this call, never the episode
