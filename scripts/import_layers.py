@@ -5,8 +5,9 @@ python scripts/import_layers.py
 Every import counts: function bodies included (a lazy import is still a dependency), and those under
 `if TYPE_CHECKING` too (an annotation's type is a dependency of the code that names it). A unit is a
 first-level package (giant/agent/, ...) or a top-level module (giant/config.py, ...); a unit's layer
-is one above the highest unit it imports, so every arrow points down. Exits 1 on an import circle between units. tests/test_import_graph.py holds giant to no circle
-among its modules or its units, with the functions below.
+is one above the highest unit it imports, so every arrow points down. Exits 1 on an import circle
+between units. tests/test_import_graph.py holds giant to no circle among its modules or its units,
+with the functions below.
 """
 
 from __future__ import annotations
