@@ -39,6 +39,7 @@ def test_the_graph_is_giants_own() -> None:
     units = unit_graph()
     assert "giant.llm" in units["giant.eval"] and "giant.eval" not in units["giant.llm"]
     assert "giant.agent" not in units["giant.tools"]  # a tool sees a ToolContext, not the episode
+    assert "giant.tools" not in units["giant.llm"]  # the step's actions come from giant.registry
 
 
 def test_the_cycle_finder_names_each_circle() -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from giant.llm.types import CallContext, ParseError, Step, action_models
-from giant.tools.registry import TOOLS
+from giant.registry import members
 
 # Guidance for the model only; constraints come from the pydantic models. A tool adds its own fields'.
 _HINTS = {
@@ -31,7 +31,7 @@ _HINTS = {
 
 
 def _hints() -> dict[str, str]:
-    return _HINTS | {k: v for tool in TOOLS.values() for k, v in tool.hints.items()}
+    return _HINTS | {k: v for tool in members("tool").values() for k, v in tool.hints.items()}
 
 
 def offered_actions(ctx: CallContext) -> tuple[str, ...]:
@@ -190,7 +190,7 @@ def function_tools() -> dict[str, Tool]:
     called by its name with its action's fields as parameters."""
     registered = {
         name: Tool(name, name, tool.description, {f: f for f in tool.action.model_fields if f != "type"})
-        for name, tool in TOOLS.items()
+        for name, tool in members("tool").items()
     }
     return BUILTIN_TOOLS | registered
 

@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 from giant.actions import ActionModel, NonEmptyStr
 from giant.core import AnswerSpace, EncodedImage, SetupCause
 from giant.llm.caching import Block, CacheSplit, Marks, Request
+from giant.registry import members
 from giant.tagged import tagged
-from giant.tools.registry import TOOLS
 
 
 class CropAction(ActionModel):
@@ -51,8 +51,9 @@ BUILTIN_ACTIONS: dict[str, type[ActionModel]] = {
 
 
 def action_models() -> dict[str, type[ActionModel]]:
-    """Every action a step may hold: the built-in ones, then each registered tool's (giant.tools)."""
-    return {**BUILTIN_ACTIONS, **{name: tool.action for name, tool in TOOLS.items()}}
+    """Every action a step may hold: the built-in ones, then each registered tool's, read from the
+    registry (giant.registry), so llm/ imports nothing of tools/."""
+    return {**BUILTIN_ACTIONS, **{name: tool.action for name, tool in members("tool").items()}}
 
 
 Action = Annotated[SerializeAsAny[ActionModel], tagged("type", action_models)]
