@@ -84,12 +84,15 @@ def _find(kind: Kind) -> None:
             "imports, at its top, a module built from the registry (giant.config, giant.tools.settings, "
             "the settings union); import that inside the function that needs it"
         )
+    # The built-in modules and the home package first: one that builds a settings union at import
+    # reads the registry itself, and that read finds the members.
+    for module in (*BUILT_IN[kind], home):
+        importlib.import_module(module)
+    if kind in _found:
+        return
     _finding.add(kind)
     try:
-        for module in BUILT_IN[kind]:
-            importlib.import_module(module)
-        package = importlib.import_module(home)
-        for found in pkgutil.iter_modules(package.__path__):
+        for found in pkgutil.iter_modules(importlib.import_module(home).__path__):
             if found.name not in contract and not found.name.startswith("_"):
                 importlib.import_module(f"{home}.{found.name}")
         _found.add(kind)

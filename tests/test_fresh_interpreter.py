@@ -64,6 +64,14 @@ def test_the_groups_cover_every_public_name() -> None:
     assert covered == every and len(every) > 100
 
 
+@pytest.mark.parametrize("kind", ["mode", "provider", "tool"])
+def test_reading_a_registry_first(kind: str) -> None:
+    """A kind's members read before anything else (its home builds a settings union at import)."""
+    names = _fresh(f"from giant.registry import members\nprint(' '.join(members({kind!r})))").split()
+    expected = {"mode": "giant", "provider": "openai", "tool": "conch"}[kind]
+    assert expected in names and len(names) == len(set(names))
+
+
 def test_parsing_an_agents_settings_first() -> None:
     """conf/ composes without giant.config imported first (it used to lack the `tools: all` option)."""
     code = (
