@@ -118,11 +118,15 @@ def _check_folder(setting: str, folder: Path) -> None:
 
 class DatasetSettings(_Strict):
     name: Data[str] = Field(min_length=1, description="The dataset; picking `dataset=<name>` sets it.")
-    source: Data[Literal["multipathqa", "demo"]] = Field(
-        description="multipathqa: rows of MultiPathQA.csv; demo: the generated synthetic slides."
+    source: Data[Literal["multipathqa", "demo", "custom"]] = Field(
+        description="multipathqa: rows of MultiPathQA.csv; demo: the generated synthetic slides; custom: "
+        "your own task file (dataset.path)."
     )
     benchmark: Data[str | None] = Field(
         description="The benchmark_name rows of the CSV to use; null: every task in it."
+    )
+    path: Operational[Path | None] = Field(
+        description="Your task file (CSV or JSONL; docs: Your own slides and questions); dataset=custom."
     )
     csv_path: Operational[Path | None] = Field(
         description="A local MultiPathQA.csv; null: the Hub's copy (hf_repo, hf_file) or the demo's CSV."
@@ -211,7 +215,13 @@ class RunSettings(_Strict):
         for name, path in (("dataset.csv_path", ds.csv_path), ("dataset.slidebench_fix", ds.slidebench_fix)):
             if path is not None and not path.is_file():
                 raise ConfigError(f"{name}={path}: file not found; pass an existing CSV file")
-        if ds.wsi_root is not None and not ds.wsi_root.is_dir() and not self.run.dry_run:
+        if ds.source == "custom" and (ds.path is None or not ds.path.is_file()):
+            raise ConfigError(f"dataset.path={ds.path}: file not found; pass your task file (CSV or JSONL)")
+        if ds.source != "custom" and ds.path is not None:
+            raise ConfigError(f"dataset.path is read by dataset=custom only, not dataset={ds.name}; add dataset=custom")
+        # a task file's slides are checked row by row (giant.data.custom), absolute paths need no root
+        checked_root = ds.source != "custom"
+        if checked_root and ds.wsi_root is not None and not ds.wsi_root.is_dir() and not self.run.dry_run:
             raise ConfigError(
                 f"dataset.wsi_root={ds.wsi_root}: folder not found; set paths.wsi_root=... or GIANT_WSI_ROOT "
                 "(dry_run=true lists what is missing)"
@@ -238,7 +248,10 @@ class RunSettings(_Strict):
     def _without_idle_tools(self, data: dict[str, Any]) -> dict[str, Any]:
         """A tool's settings count only when the tool is on: a run without tools records and hashes as
         it did before tools existed, and one with tools as it did before another tool was added (its
-        resume key and MLflow params stay the same)."""
+        resume key and MLflow params stay the same). So do settings added later left at null (a task
+        file, a prompt folder): a run without them records and hashes as before they existed."""
+        if data["dataset"].get("path") is None:
+            data["dataset"].pop("path", None)
         enabled = self.enabled_tools()
         if not enabled:
             data.pop("tools", None)
