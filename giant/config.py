@@ -22,6 +22,7 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from giant.agent.modes import MODES, AgentConfig, modes_with_setting
+from giant.agent.wording import prompts_digest
 from giant.confdir import CONF_DIR, PROJECT_ROOT, group_options
 from giant.errors import ConfigError, exit_with
 from giant.eval.run_options import RunOptions
@@ -215,7 +216,9 @@ class RunSettings(_Strict):
         for name, path in (("dataset.csv_path", ds.csv_path), ("dataset.slidebench_fix", ds.slidebench_fix)):
             if path is not None and not path.is_file():
                 raise ConfigError(f"{name}={path}: file not found; pass an existing CSV file")
-        if ds.source == "custom" and (ds.path is None or not ds.path.is_file()):
+        if ds.source == "custom" and ds.path is None:
+            raise ConfigError("dataset=custom reads your task file: pass dataset.path=FILE (CSV or JSONL)")
+        if ds.source == "custom" and ds.path is not None and not ds.path.is_file():
             raise ConfigError(f"dataset.path={ds.path}: file not found; pass your task file (CSV or JSONL)")
         if ds.source != "custom" and ds.path is not None:
             raise ConfigError(f"dataset.path is read by dataset=custom only, not dataset={ds.name}; add dataset=custom")
@@ -252,6 +255,8 @@ class RunSettings(_Strict):
         file, a prompt folder): a run without them records and hashes as before they existed."""
         if data["dataset"].get("path") is None:
             data["dataset"].pop("path", None)
+        if data["agent"].get("prompts") is None:
+            data["agent"].pop("prompts", None)
         enabled = self.enabled_tools()
         if not enabled:
             data.pop("tools", None)
@@ -267,6 +272,8 @@ class RunSettings(_Strict):
         continues runs_per_item=1) and scoring (carried-over answers are scored again) are left out,
         so such a rerun continues the same job instead of paying again."""
         data = hashed_part(self._without_idle_tools(self.model_dump(mode="json")), roles(self))
+        if self.agent.prompts is not None:  # the wording, not where its folder lies, is the method
+            data["agent"]["prompts"] = prompts_digest(self.agent.prompts)
         text = json.dumps(data, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
