@@ -221,7 +221,9 @@ class RunSettings(_Strict):
         if ds.source == "custom" and ds.path is not None and not ds.path.is_file():
             raise ConfigError(f"dataset.path={ds.path}: file not found; pass your task file (CSV or JSONL)")
         if ds.source != "custom" and ds.path is not None:
-            raise ConfigError(f"dataset.path is read by dataset=custom only, not dataset={ds.name}; add dataset=custom")
+            raise ConfigError(
+                f"dataset.path is read by dataset=custom only, not dataset={ds.name}; add dataset=custom"
+            )
         # a task file's slides are checked row by row (giant.data.custom), absolute paths need no root
         checked_root = ds.source != "custom"
         if checked_root and ds.wsi_root is not None and not ds.wsi_root.is_dir() and not self.run.dry_run:

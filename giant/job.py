@@ -109,7 +109,9 @@ def _custom_data(settings: RunSettings) -> JobData:
         items = [item for item in items if item.benchmark == ds.benchmark]
         if not items:
             tasks = ", ".join(sorted({item.benchmark for item in loaded.items}))
-            raise ConfigError(f"dataset.benchmark={ds.benchmark}: no such task in {ds.path}; its tasks: {tasks}")
+            raise ConfigError(
+                f"dataset.benchmark={ds.benchmark}: no such task in {ds.path}; its tasks: {tasks}"
+            )
     digests = DatasetDigests.of(items, location=str(ds.path.absolute()))
     chosen = select_items(items, limit=settings.run.limit, item_ids=settings.run.item_ids)
     return JobData(chosen, loaded.wsi_root, content_hash(items), [], digests)

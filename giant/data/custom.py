@@ -16,7 +16,7 @@ import csv
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
 
@@ -119,7 +119,7 @@ def _read_rows(path: Path, problems: list[Problem]) -> list[dict[str, Any]] | No
     rows = []
     for raw in reader:
         rows.append({str(k).strip(): v for k, v in raw.items() if k is not None})
-        if raw.get(None):  # type: ignore[call-overload]
+        if raw.get(None):
             problems.append(
                 Problem(
                     row=len(rows),
@@ -154,7 +154,9 @@ def _columns_ok(header: list[str], problems: list[Problem]) -> bool:
     missing = [c for c in REQUIRED if c not in header]
     for column in missing:
         problems.append(
-            Problem(row=None, column=column, message=f"missing column; the header needs {', '.join(REQUIRED)}")
+            Problem(
+                row=None, column=column, message=f"missing column; the header needs {', '.join(REQUIRED)}"
+            )
         )
     for column in header:
         if column not in COLUMNS:
@@ -163,9 +165,7 @@ def _columns_ok(header: list[str], problems: list[Problem]) -> bool:
 
 
 def _unknown_column(column: str) -> Problem:
-    return Problem(
-        row=None, column=column, message=f"unknown column; the columns are {', '.join(COLUMNS)}"
-    )
+    return Problem(row=None, column=column, message=f"unknown column; the columns are {', '.join(COLUMNS)}")
 
 
 def _items(
@@ -229,17 +229,27 @@ def _item(
     task = text("task") or default_task
     if not _NAME.match(task):
         problems.append(
-            Problem(row=number, column="task", message=f"{task!r} is not a plain name; use letters, digits, _ . -")
+            Problem(
+                row=number, column="task", message=f"{task!r} is not a plain name; use letters, digits, _ . -"
+            )
         )
     item_id = text("id") or str(number)
     if not _NAME.match(item_id):
         problems.append(
-            Problem(row=number, column="id", message=f"{item_id!r} is not a plain name; use letters, digits, _ . -")
+            Problem(
+                row=number,
+                column="id",
+                message=f"{item_id!r} is not a plain name; use letters, digits, _ . -",
+            )
         )
     metric = text("metric") or DEFAULT_METRIC
     if metric not in METRICS:
         problems.append(
-            Problem(row=number, column="metric", message=f"{metric!r}; use {' or '.join(METRICS)} (or leave it empty)")
+            Problem(
+                row=number,
+                column="metric",
+                message=f"{metric!r}; use {' or '.join(METRICS)} (or leave it empty)",
+            )
         )
     if problems or slide is None or options is None or truth is None:
         return None
@@ -291,7 +301,9 @@ def _options(value: Any, number: int, problems: list[Problem]) -> tuple[str, ...
         try:
             parsed = json.loads(value)
         except json.JSONDecodeError:
-            problems.append(Problem(row=number, column="options", message=f"not JSON ({value[:40]!r}); {fix}"))
+            problems.append(
+                Problem(row=number, column="options", message=f"not JSON ({value[:40]!r}); {fix}")
+            )
             return None
     if not isinstance(parsed, list) or not all(isinstance(o, str) and o.strip() for o in parsed):
         problems.append(Problem(row=number, column="options", message=f"not a list of texts; {fix}"))
@@ -383,6 +395,10 @@ def _anchored(items: list[Item], wsi_root: Path) -> list[Item]:
         return items
     out = []
     for item in items:
-        absolute = Path(item.image_path) if Path(item.image_path).is_absolute() else Path(wsi_root).absolute() / item.image_path
+        absolute = (
+            Path(item.image_path)
+            if Path(item.image_path).is_absolute()
+            else Path(wsi_root).absolute() / item.image_path
+        )
         out.append(item.model_copy(update={"image_path": str(absolute).lstrip("/")}))
     return out

@@ -351,7 +351,7 @@ class JobRun:
         with warnings.catch_warnings():  # a local path fits two registered local sources: either is right
             warnings.simplefilter("ignore", UserWarning)
             source = resolve_dataset_source(where)
-        dataset = MetaDataset(source, name=digests.name, digest=digests.digest)
+        dataset = MetaDataset(source, name=digests.name, digest=digests.digest)  # type: ignore[abstract]
         context = InputTag(MLFLOW_DATASET_CONTEXT, DATASET_CONTEXT)
         self.client.log_inputs(self.run_id, [DatasetInput(dataset._to_mlflow_entity(), tags=[context])])
 

@@ -28,7 +28,9 @@ def _sent() -> dict[str, str]:
     for mode, t, note, ctx in itertools.product(
         ("giant", "paper", "authors"), (1, 2, 20), (False, True), (None, 1, 3)
     ):
-        cfg = parse_agent({"mode": mode, "max_steps": t, "note_tool": note, "max_images_in_context": ctx}, "openai")
+        cfg = parse_agent(
+            {"mode": mode, "max_steps": t, "note_tool": note, "max_images_in_context": ctx}, "openai"
+        )
         out[f"system/{mode}/T{t}/note{int(note)}/ctx{ctx}"] = find_mode(mode).system_prompt(cfg, 6000, 4000)
     for t, ctx in itertools.product((2, 5), (None, 1, 3)):
         cfg = parse_agent({"mode": "random_regions", "max_steps": t, "max_images_in_context": ctx}, "openai")
@@ -51,7 +53,9 @@ def test_the_shipped_templates_send_the_earlier_texts_byte_for_byte() -> None:
 
 
 def test_a_folder_replaces_the_templates_it_holds(tmp_path: Path) -> None:
-    system = (SHIPPED_DIR / "system.j2").read_text().replace("You are an expert pathologist", "You are a tutor")
+    system = (
+        (SHIPPED_DIR / "system.j2").read_text().replace("You are an expert pathologist", "You are a tutor")
+    )
     (tmp_path / "system.j2").write_text(system)
     (tmp_path / "steps_left.j2").write_text("{{ left }} to go.")
     cfg = parse_agent({"mode": "giant", "max_steps": 5, "prompts": str(tmp_path)}, "openai")

@@ -29,6 +29,7 @@ from giant.tracking.names import (
     COST_METRIC,
     COST_PER_ITEM_METRIC,
     CROP_SIZE_TAG,
+    DATASET_DIGEST_TAG,
     DATASET_TAG,
     MAX_STEPS_TAG,
     MODEL_TAG,
@@ -145,6 +146,7 @@ def _record(run: Run) -> RunRecord | None:
         cost_per_item=metrics.get(COST_PER_ITEM_METRIC),
         tiers=_tiers(metrics),
         complete=tags.get(STATUS_TAG) != "incomplete",
+        dataset_digest=tags.get(DATASET_DIGEST_TAG, ""),
         start_time=_int_or_none(tags.get(SOURCE_START_TAG)) or run.info.start_time or 0,
         rescored_at=(run.info.start_time or 0) if RESCORE_TAG in tags else 0,
     )

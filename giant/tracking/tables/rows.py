@@ -67,6 +67,7 @@ class RunRecord(BaseModel):
     # The per-run mean of a k-run job (giant.tracking.tables.load): k, the runs it averages; this record
     # then has runs_per_item 1 and the job's other fields. None: the run's own metric.
     per_run_mean_of: int | None = None
+    dataset_digest: str = ""  # which version of the task's questions it scored ("": not recorded)
     start_time: int = 0  # a re-score: its source's start time
     rescored_at: int = 0  # a re-score: its own start time (0: not a re-score)
 
@@ -149,6 +150,8 @@ class Table(BaseModel):
     tasks: list[str]
     rows: list[Row]
     superseded: int = 0  # older runs of the same row and task, replaced by the newest
+    # one line per task whose cells scored different versions of its questions (giant.data.digest)
+    version_warnings: list[str] = []
 
     @property
     def has_incomplete(self) -> bool:
@@ -226,7 +229,29 @@ def build_table(records: Iterable[RunRecord]) -> Table:
             Row(method=_method_label(rec, varying[rec.agent_mode]), model=rec.model, record=rec, cells={}),
         )
         row.cells[rec.task] = _cell(rec)
-    return Table(tasks=task_columns(r.task for r in latest), rows=list(rows.values()), superseded=superseded)
+    return Table(
+        tasks=task_columns(r.task for r in latest),
+        rows=list(rows.values()),
+        superseded=superseded,
+        version_warnings=version_warnings(latest),
+    )
+
+
+def version_warnings(records: Iterable[RunRecord]) -> list[str]:
+    """A line for each task whose runs side by side scored different versions of its questions (their
+    dataset digests differ): their numbers are not over the same questions. Runs that recorded no
+    digest (older ones) are left out of the check."""
+    digests: dict[str, dict[str, list[str]]] = {}
+    for rec in records:
+        if rec.dataset_digest:
+            digests.setdefault(rec.task, {}).setdefault(rec.dataset_digest, []).append(rec.run_id)
+    return [
+        f"warning: the {task} cells scored {len(seen)} different versions of its questions (dataset digests "
+        + ", ".join(f"{digest} in run(s) {', '.join(runs)}" for digest, runs in sorted(seen.items()))
+        + "); compare them only over the same questions"
+        for task, seen in sorted(digests.items())
+        if len(seen) > 1
+    ]
 
 
 def _cell(rec: RunRecord) -> Cell:
