@@ -1,5 +1,6 @@
 """The task file format (giant.data.custom) and the digest of what a run scores (giant.data.digest), on
-files the tests write and slides giant.wsi.synthetic writes; the CLI runs are in tests/cli/test_custom_tasks.py."""
+files the tests write and slides giant.wsi.synthetic writes; the CLI runs are in
+tests/cli/test_custom_tasks.py."""
 
 from __future__ import annotations
 
@@ -55,9 +56,8 @@ def test_a_csv_becomes_items_with_the_answer_request_the_scorer_reads(tmp_path: 
     assert "1. Liver\n2. Lung" in items[0].prompt and '{"answer": YOUR_ANSWER}' in items[0].prompt
     assert items[1].prompt == LABEL_TEMPLATE.format(question="What grade?")
     for item in items:  # what the prompt asks for is what the scorer reads
-        assert extract_label(
-            '<response>{"answer": %d}</response>' % item.truth, item.benchmark, item.options
-        ).label == (item.truth)
+        reply = f'<response>{{"answer": {item.truth}}}</response>'
+        assert extract_label(reply, item.benchmark, item.options).label == item.truth
 
 
 def test_jsonl_rows_take_lists_and_numbers(tmp_path: Path, slides: Path) -> None:
@@ -99,10 +99,8 @@ def test_every_problem_is_one_line_naming_row_column_and_fix(tmp_path: Path, sli
         "../outside.svs,Q,,7\n",
     )
     lines = _problems(path, slides)
-    assert (
-        lines[0]
-        == "file, column colour: unknown column; the columns are slide, question, options, answer, id, task, metric"
-    )
+    columns = "slide, question, options, answer, id, task, metric"
+    assert lines[0] == f"file, column colour: unknown column; the columns are {columns}"
     assert lines[1].startswith("row 1, column slide: broken.svs: OpenSlide cannot read it")
     assert lines[2].startswith(
         f"row 2, column slide: missing.svs: no such file (a relative path is under dataset.wsi_root={slides})"
