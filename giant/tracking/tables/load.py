@@ -135,6 +135,7 @@ def _record(run: Run) -> RunRecord | None:
         runs_per_item=_int_or_none(tags.get(RUNS_PER_ITEM_TAG)) or 1,
         settings=settings,
         tools=tuple(re.findall(r"\w+", run.data.params.get("agent.tools", ""))),
+        prompts=run.data.params.get("agent.prompts", ""),
         mean=metrics[BOOT_MEAN_METRIC],
         std=metrics[BOOT_STD_METRIC],
         ci_low=metrics.get(CI_LOW_METRIC),
