@@ -62,14 +62,15 @@ def load_data(settings: RunSettings) -> JobData:
 
     ds = settings.dataset
     if ds.source == "custom":
-        return _custom_data(settings)
-    csv: Path | HubFile = ds.csv_path or HubFile(ds.hf_repo, ds.hf_file, settings.paths.cache_dir / "hf")
-    wsi_root = ds.wsi_root
-    if ds.source == "demo" and ds.csv_path is None:
+        assert ds.path is not None  # RunSettings.cross_check
+        return _task_file_data(settings, ds.path, ds.wsi_root or settings.paths.wsi_root)
+    if ds.source == "demo" and ds.csv_path is None:  # the demo's questions are a task file
         from giant.data.demo import build_demo
 
         demo = build_demo(settings.paths.cache_dir / "demo")
-        csv, wsi_root = demo.csv_path, demo.wsi_root
+        return _task_file_data(settings, demo.task_file, demo.wsi_root)
+    csv: Path | HubFile = ds.csv_path or HubFile(ds.hf_repo, ds.hf_file, settings.paths.cache_dir / "hf")
+    wsi_root = ds.wsi_root
     dataset = load_multipathqa(
         csv,
         benchmarks=[ds.benchmark] if ds.benchmark else None,
@@ -93,7 +94,7 @@ def load_data(settings: RunSettings) -> JobData:
     return JobData(items, root, dataset.content_hash, defects, digests)
 
 
-def _custom_data(settings: RunSettings) -> JobData:
+def _task_file_data(settings: RunSettings, path: Path, root: Path) -> JobData:
     """A task file (giant.data.custom): every row checked before anything is paid, every problem on its
     own line (a ConfigError: exit 2, no MLflow run, no call)."""
     from giant.data.custom import load_task_file
@@ -101,18 +102,14 @@ def _custom_data(settings: RunSettings) -> JobData:
     from giant.data.multipathqa import content_hash
 
     ds = settings.dataset
-    assert ds.path is not None  # RunSettings.cross_check
-    root = ds.wsi_root if ds.wsi_root is not None else settings.paths.wsi_root
-    loaded = load_task_file(ds.path, root, check_slides=not settings.run.dry_run)
+    loaded = load_task_file(path, root, check_slides=not settings.run.dry_run)
     items = loaded.items
     if ds.benchmark:
         items = [item for item in items if item.benchmark == ds.benchmark]
         if not items:
             tasks = ", ".join(sorted({item.benchmark for item in loaded.items}))
-            raise ConfigError(
-                f"dataset.benchmark={ds.benchmark}: no such task in {ds.path}; its tasks: {tasks}"
-            )
-    digests = DatasetDigests.of(items, location=str(ds.path.absolute()))
+            raise ConfigError(f"dataset.benchmark={ds.benchmark}: no such task in {path}; its tasks: {tasks}")
+    digests = DatasetDigests.of(items, location=str(path.absolute()))
     chosen = select_items(items, limit=settings.run.limit, item_ids=settings.run.item_ids)
     return JobData(chosen, loaded.wsi_root, content_hash(items), [], digests)
 

@@ -13,6 +13,7 @@ the option number when there are options, the grade label (0..5, as PANDA) other
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import re
@@ -32,6 +33,7 @@ COLUMNS = (*REQUIRED, *OPTIONAL)
 METRICS: tuple[Metric, ...] = ("accuracy", "balanced_accuracy")
 DEFAULT_METRIC: Metric = "accuracy"
 LABELS = range(0, 6)  # the answer space of a question without options: a grade 0..5 (PANDA's ISUP)
+ANSWER_KEY = '"answer"'  # a question naming it asks for the JSON answer in its own words
 SHOWN = 20  # problems listed one per line; the rest are counted
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # a task or id: one plain name (folders, MLflow)
@@ -70,7 +72,11 @@ class TaskFile(BaseModel):
 
 
 def render_question(question: str, options: Sequence[str]) -> str:
-    """The text the model sees: the question, the options when there are any, and the JSON request."""
+    """The text the model sees: the question, the options when there are any, and the JSON request. A
+    question that already asks for the JSON answer itself (it names the `"answer"` key, as MultiPathQA's
+    templates do) is sent as written."""
+    if ANSWER_KEY in question:
+        return question
     if options:
         return VQA_TEMPLATE.format(question=question.strip(), options=format_options(options))
     return LABEL_TEMPLATE.format(question=question.strip())
@@ -112,7 +118,7 @@ def _read_rows(path: Path, problems: list[Problem]) -> list[dict[str, Any]] | No
         return None
     if Path(path).suffix.lower() in JSONL_SUFFIXES:
         return _jsonl_rows(text, problems)
-    reader = csv.DictReader(text.splitlines())
+    reader = csv.DictReader(io.StringIO(text, newline=""))  # quoted cells may hold newlines
     header = [name.strip() for name in reader.fieldnames or []]
     if not _columns_ok(header, problems):
         return None
@@ -257,10 +263,11 @@ def _item(
         benchmark=task,
         benchmark_id=item_id,
         image_path=slide,
-        prompt=render_question(question, options),
+        prompt=render_question(str(row.get("question")), options),
         options=options,
         truth=truth,
         metric=cast(Metric, metric),
+        file_id=PurePosixPath(slide).name,  # no download id: the slide's name, as the demo set has it
     )
 
 

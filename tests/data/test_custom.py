@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from giant.data.custom import LABEL_TEMPLATE, SHOWN, load_task_file
+from giant.data.demo import build_demo
 from giant.data.digest import PUBLISHED_SOURCE, DatasetDigests, task_digests
-from giant.data.multipathqa import load_multipathqa
+from giant.data.multipathqa import content_hash, load_multipathqa
 from giant.errors import ConfigError
 from giant.eval.answers import extract_label
 from giant.wsi.synthetic import write_synthetic_slide
@@ -167,3 +168,12 @@ def test_the_guide_s_example_file_loads(tmp_path: Path) -> None:
         ("grade/grade-1", 3, "balanced_accuracy"),
         ("grade/grade-2", 0, "balanced_accuracy"),
     ]
+
+
+def test_the_demo_s_task_file_gives_the_items_of_its_multipathqa_csv(tmp_path: Path) -> None:
+    """The demo runs from its task file; its items (hence its dataset hash and the prompts, hence the
+    ledger keys of earlier demo runs) are those of the MultiPathQA-format demo.csv."""
+    demo = build_demo(tmp_path)
+    items = load_task_file(demo.task_file, demo.wsi_root).items
+    assert items == load_multipathqa(demo.csv_path).items
+    assert content_hash(items) == load_multipathqa(demo.csv_path).content_hash
