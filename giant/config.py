@@ -22,6 +22,7 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from giant.agent.modes import MODES, AgentConfig, modes_with_setting
+from giant.agent.wording import prompts_digest
 from giant.confdir import CONF_DIR, EVERY_TOOL, PROJECT_ROOT, group_options, prepare
 from giant.errors import ConfigError, exit_with
 from giant.eval.run_options import RunOptions
@@ -99,11 +100,15 @@ def _check_folder(setting: str, folder: Path) -> None:
 
 class DatasetSettings(_Strict):
     name: Data[str] = Field(min_length=1, description="The dataset; picking `dataset=<name>` sets it.")
-    source: Data[Literal["multipathqa", "demo"]] = Field(
-        description="multipathqa: rows of MultiPathQA.csv; demo: the generated synthetic slides."
+    source: Data[Literal["multipathqa", "demo", "custom"]] = Field(
+        description="multipathqa: rows of MultiPathQA.csv; demo: the generated synthetic slides; custom: "
+        "your own task file (dataset.path)."
     )
     benchmark: Data[str | None] = Field(
         description="The benchmark_name rows of the CSV to use; null: every task in it."
+    )
+    path: Operational[Path | None] = Field(
+        description="Your task file (CSV or JSONL; docs: Your own slides and questions); dataset=custom."
     )
     csv_path: Operational[Path | None] = Field(
         description="A local MultiPathQA.csv; null: the Hub's copy (hf_repo, hf_file) or the demo's CSV."
@@ -192,7 +197,17 @@ class RunSettings(_Strict):
         for name, path in (("dataset.csv_path", ds.csv_path), ("dataset.slidebench_fix", ds.slidebench_fix)):
             if path is not None and not path.is_file():
                 raise ConfigError(f"{name}={path}: file not found; pass an existing CSV file")
-        if ds.wsi_root is not None and not ds.wsi_root.is_dir() and not self.run.dry_run:
+        if ds.source == "custom" and ds.path is None:
+            raise ConfigError("dataset=custom reads your task file: pass dataset.path=FILE (CSV or JSONL)")
+        if ds.source == "custom" and ds.path is not None and not ds.path.is_file():
+            raise ConfigError(f"dataset.path={ds.path}: file not found; pass your task file (CSV or JSONL)")
+        if ds.source != "custom" and ds.path is not None:
+            raise ConfigError(
+                f"dataset.path is read by dataset=custom only, not dataset={ds.name}; add dataset=custom"
+            )
+        # a task file's slides are checked row by row (giant.data.custom), absolute paths need no root
+        checked_root = ds.source != "custom"
+        if checked_root and ds.wsi_root is not None and not ds.wsi_root.is_dir() and not self.run.dry_run:
             raise ConfigError(
                 f"dataset.wsi_root={ds.wsi_root}: folder not found; set paths.wsi_root=... or GIANT_WSI_ROOT "
                 "(dry_run=true lists what is missing)"
@@ -219,7 +234,12 @@ class RunSettings(_Strict):
     def _without_idle_tools(self, data: dict[str, Any]) -> dict[str, Any]:
         """A tool's settings count only when the tool is on: a run without tools records and hashes as
         it did before tools existed, and one with tools as it did before another tool was added (its
-        resume key and MLflow params stay the same)."""
+        resume key and MLflow params stay the same). So do settings added later left at null (a task
+        file, a prompt folder): a run without them records and hashes as before they existed."""
+        if data["dataset"].get("path") is None:
+            data["dataset"].pop("path", None)
+        if data["agent"].get("prompts") is None:
+            data["agent"].pop("prompts", None)
         enabled = self.enabled_tools()
         if not enabled:
             data.pop("tools", None)
@@ -235,6 +255,8 @@ class RunSettings(_Strict):
         continues runs_per_item=1) and scoring (carried-over answers are scored again) are left out,
         so such a rerun continues the same job instead of paying again."""
         data = hashed_part(self._without_idle_tools(self.model_dump(mode="json")), roles(self))
+        if self.agent.prompts is not None:  # the wording, not where its folder lies, is the method
+            data["agent"]["prompts"] = prompts_digest(self.agent.prompts)
         text = json.dumps(data, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 

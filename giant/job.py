@@ -26,6 +26,7 @@ from giant.record.summary import Summary
 from giant.tracking.names import OUTPUT_DIR_TAG, OVERRIDES_TAG
 
 if TYPE_CHECKING:  # imported where used: a dry run never loads MLflow
+    from giant.data.digest import DatasetDigests
     from giant.data.slides import Located
     from giant.llm.serve import ServerSettings
     from giant.tracking.mlflow_logger import JobRun
@@ -37,26 +38,39 @@ CONFIG_ARTIFACTS = "config"  # MLflow artifact folder of resolved_config.json an
 
 
 class JobData:
-    """The items of a job, where their slides are, and the data defects that concern them."""
+    """The items of a job, where their slides are, the data defects that concern them, and which
+    version of each task it scores (giant.data.digest, over every item of the task as loaded)."""
 
-    def __init__(self, items: list[Item], wsi_root: Path, dataset_hash: str, defects: list[Defect]) -> None:
+    def __init__(
+        self,
+        items: list[Item],
+        wsi_root: Path,
+        dataset_hash: str,
+        defects: list[Defect],
+        digests: DatasetDigests | None = None,
+    ) -> None:
         self.items = items
         self.wsi_root = wsi_root
         self.dataset_hash = dataset_hash
         self.defects = defects
+        self.digests = digests
 
 
 def load_data(settings: RunSettings) -> JobData:
+    from giant.data.digest import DatasetDigests
     from giant.data.multipathqa import HubFile, load_multipathqa
 
     ds = settings.dataset
-    csv: Path | HubFile = ds.csv_path or HubFile(ds.hf_repo, ds.hf_file, settings.paths.cache_dir / "hf")
-    wsi_root = ds.wsi_root
-    if ds.source == "demo" and ds.csv_path is None:
+    if ds.source == "custom":
+        assert ds.path is not None  # RunSettings.cross_check
+        return _task_file_data(settings, ds.path, ds.wsi_root or settings.paths.wsi_root)
+    if ds.source == "demo" and ds.csv_path is None:  # the demo's questions are a task file
         from giant.data.demo import build_demo
 
         demo = build_demo(settings.paths.cache_dir / "demo")
-        csv, wsi_root = demo.csv_path, demo.wsi_root
+        return _task_file_data(settings, demo.task_file, demo.wsi_root)
+    csv: Path | HubFile = ds.csv_path or HubFile(ds.hf_repo, ds.hf_file, settings.paths.cache_dir / "hf")
+    wsi_root = ds.wsi_root
     dataset = load_multipathqa(
         csv,
         benchmarks=[ds.benchmark] if ds.benchmark else None,
@@ -76,7 +90,28 @@ def load_data(settings: RunSettings) -> JobData:
     chosen = {item.key for item in items}
     # A kept or repaired defect matters when its item runs; a dropped one always shaped the item set.
     defects = [d for d in dataset.defects if d.resolution == "dropped" or d.key in chosen]
-    return JobData(items, root, dataset.content_hash, defects)
+    digests = DatasetDigests.of(dataset.items, location=dataset.source)
+    return JobData(items, root, dataset.content_hash, defects, digests)
+
+
+def _task_file_data(settings: RunSettings, path: Path, root: Path) -> JobData:
+    """A task file (giant.data.custom): every row checked before anything is paid, every problem on its
+    own line (a ConfigError: exit 2, no MLflow run, no call)."""
+    from giant.data.custom import load_task_file
+    from giant.data.digest import DatasetDigests
+    from giant.data.multipathqa import content_hash
+
+    ds = settings.dataset
+    loaded = load_task_file(path, root, check_slides=not settings.run.dry_run)
+    items = loaded.items
+    if ds.benchmark:
+        items = [item for item in items if item.benchmark == ds.benchmark]
+        if not items:
+            tasks = ", ".join(sorted({item.benchmark for item in loaded.items}))
+            raise ConfigError(f"dataset.benchmark={ds.benchmark}: no such task in {path}; its tasks: {tasks}")
+    digests = DatasetDigests.of(items, location=str(path.absolute()))
+    chosen = select_items(items, limit=settings.run.limit, item_ids=settings.run.item_ids)
+    return JobData(chosen, loaded.wsi_root, content_hash(items), [], digests)
 
 
 def select_items(items: Sequence[Item], *, limit: int | None, item_ids: Sequence[str] | None) -> list[Item]:
@@ -195,6 +230,7 @@ def _run(settings: RunSettings) -> float | None:
                 gpu=GpuRate.of(settings.provider),
             )
         )
+        summary = _with_digests(summary, data, out_dir)
         if stop.requested and not summary.complete:  # a stop after the last item changes nothing
             raise Interrupted(stop)
         layout = JobLayout(out_dir)
@@ -207,6 +243,18 @@ def _run(settings: RunSettings) -> float | None:
     if not summary.complete:
         raise RunStopped(f"incomplete: {summary.incomplete_reason}", EXIT_INCOMPLETE)
     return summary.metric.point
+
+
+def _with_digests(summary: Summary, data: JobData, out_dir: Path) -> Summary:
+    """summary.json says which version of each task's questions the job scored (giant.data.digest)."""
+    from giant.record import write_summary
+
+    if data.digests is None:
+        return summary
+    provenance = summary.provenance.model_copy(update={"dataset_digests": data.digests})
+    summary = summary.model_copy(update={"provenance": provenance})
+    write_summary(out_dir, summary)
+    return summary
 
 
 def _provider_hint(settings: RunSettings, summary: Summary) -> str:
@@ -290,10 +338,14 @@ def _start_tracking(
         dataset_hash=data.dataset_hash,
         git_commit=git_commit(),
         sweep_id=sweep.parent_run_id if sweep else "",
+        digests=data.digests,
     )
     tags[OVERRIDES_TAG] = " ".join(hydra_cfg.overrides.task)[:5000]
     tags[OUTPUT_DIR_TAG] = str(hydra_cfg.runtime.output_dir)
-    return JobRun.start(settings, tags=tags, sweep=sweep, resume_run_id=resume_run_id)
+    job = JobRun.start(settings, tags=tags, sweep=sweep, resume_run_id=resume_run_id)
+    if data.digests is not None:
+        job.log_dataset(data.digests)
+    return job
 
 
 def write_outputs(

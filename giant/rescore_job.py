@@ -157,7 +157,8 @@ def settings_of(record: dict[str, Any]) -> RunSettings:
             provider=cast(
                 "ProviderConfig", settings_class(str(provider.get("name"))).model_construct(**provider)
             ),
-            dataset=DatasetSettings.model_validate(sections["dataset"]),
+            # no `path` in records of runs without a task file (RunSettings.record leaves it out)
+            dataset=DatasetSettings.model_validate({"path": None, **(sections["dataset"] or {})}),
             agent=parse_agent(sections["agent"] or {}),
             run=RunOptions.model_validate({"verbose": False, **data}),  # no `verbose` in older records
             tracking=TrackingSettings.model_validate(sections["tracking"]),
@@ -280,6 +281,7 @@ def _track(
             dataset_hash=data.dataset_hash,
             git_commit=summary.provenance.git_commit,
             sweep_id=source.tags.get(SWEEP_ID_TAG, ""),
+            digests=data.digests,
         )
     )
     tags[RESCORE_TAG] = source.run_id or str(Path(source.where).resolve())

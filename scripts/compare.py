@@ -66,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     except ConfigError as err:
         exit_with(PROG, str(err))
+    for line in outcome.comparison.warnings:
+        print(f"{PROG}: {line}", file=sys.stderr)
     print((args.out / "comparison.md").read_text(encoding="utf-8"))
     print(f"copied {outcome.trajectories} trajectory folder(s) of flipped items")
     if outcome.run_id:

@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"make_tables: cannot search runs: {str(err).splitlines()[0]}", file=sys.stderr)
         return 1
     report = write_report(records, args.out, published=args.published)
+    for line in report.table.version_warnings:
+        print(f"make_tables: {line}", file=sys.stderr)
     print(to_markdown(report.table))
     print(
         "Cost per item and failed items (no scored answer) per cell, then calls and cost per billing tier:\n"

@@ -55,9 +55,10 @@ async def ask_for_answer(ep: EpisodeState[Any], ctx: Context, counter: RetryCoun
             counter.reset()
             return answer.text
         ctx.add_assistant(turn)
-        call.feedback = instructions.ANSWER_ONLY_CORRECTIVE
+        corrective = instructions.answer_only_corrective(instructions.words_of(ep.cfg))
+        call.feedback = corrective
         for step in turn.steps:
-            ctx.add_user([TextPart(text=instructions.ANSWER_ONLY_CORRECTIVE)], in_reply_to=step.call_id)
+            ctx.add_user([TextPart(text=corrective)], in_reply_to=step.call_id)
         counter.fail(
             "retries_exhausted", f"call {call.index}: {turn.steps[0].action.type} instead of an answer"
         )

@@ -13,11 +13,13 @@ conf/ (giant.agent.shipped reads it there for code that runs without Hydra).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from giant.registry import owners
+from giant.agent.wording import check_folder
 from giant.roles import Method
 from giant.tools.registry import ToolName
 
@@ -51,6 +53,16 @@ class BaseAgentConfig(BaseModel):
         description="Dollar cap per item, checked before each call: forces the answer while one call fits.",
     )
     item_timeout_s: Method[float] = Field(gt=0, description="Wall-clock limit of one item-run in seconds.")
+    prompts: Method[Path | None] = Field(
+        description="A folder of Jinja2 templates replacing the shipped wording (giant/agent/prompts/); "
+        "null: the shipped wording. Their digest is part of the config hash."
+    )
+
+    @field_validator("prompts")
+    @classmethod
+    def _usable_templates(cls, folder: Path | None) -> Path | None:
+        """Every template readable, known by name, and using the fields the loop relies on."""
+        return None if folder is None else check_folder(folder)
 
     @model_validator(mode="before")
     @classmethod

@@ -1,4 +1,6 @@
-"""Every text the agent writes to the model, in one place so the modes cannot drift apart.
+"""Every text the agent writes to the model, in one place so the modes cannot drift apart. The system
+prompts, the step count and the answer request are template files (giant.agent.wording) that
+`agent.prompts` may replace; the other texts name the answer format through them.
 
 The wording follows paper_facts §1: the system prompt states the level-0 slide size, the step budget
 T (up to T-1 examination steps, the last one for the answer) and that coordinates are level-0 pixels;
@@ -9,44 +11,34 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from giant.agent.config import NavigationConfig, RegionsConfig
+from giant.agent.config import BaseAgentConfig, NavigationConfig, RegionsConfig
+from giant.agent.wording import Wording, wording
 from giant.core import Box
 
-ANSWER_FORMAT = (
-    "Give your final answer as a <report>...</report> block with your findings, followed by a "
-    "<response>...</response> block containing exactly the JSON answer the question asks for."
-)
+SHIPPED = wording(None)  # the shipped templates (giant/agent/prompts/)
+
+
+def words_of(cfg: BaseAgentConfig) -> Wording:
+    """The run's wording: the shipped templates, or those of `agent.prompts`."""
+    return wording(cfg.prompts)
 
 
 def system_prompt(cfg: NavigationConfig, width: int, height: int, *, pacing: str) -> str:
-    """The navigation system prompt (giant, paper, authors); `pacing` is the mode's line on how to
-    spend the T steps (free_pacing, fixed_pacing, authors_pacing)."""
-    t = cfg.max_steps
-    lines = [
-        "You are an expert pathologist examining a whole-slide image (WSI) to answer a question.",
-        f"The slide is {width} x {height} pixels at full resolution (level 0). All coordinates are "
-        "level-0 pixels: x grows to the right, y grows downward, and a box (x, y, width, height) "
-        "starts at its top-left corner (x, y).",
-        "You first see an overview of the whole slide. Every image carries axis guides labelled with "
-        "absolute level-0 coordinates and its top-left corner, so you can place your next box.",
-    ]
-    if t == 1:
-        lines.append("You have a budget of 1 step: answer from the overview now; you cannot zoom in.")
-    else:
-        lines.append(
-            f"You have a budget of {t} steps. Use up to {t - 1} steps to examine regions: each step "
-            f"crops one box, which comes back at up to {cfg.crop_size} pixels on its long side. "
-            f"The last step (step {t}) is for your answer."
-        )
-        lines.append(pacing)
-    lines += _context_lines(cfg)
-    if cfg.note_tool:
-        lines.append(
-            "You can record an observation with the note action; your notes are repeated back to you "
-            "after every later crop."
-        )
-    lines.append(ANSWER_FORMAT)
-    return "\n\n".join(lines)
+    """The navigation system prompt (giant, paper, authors; template system.j2); `pacing` is the
+    mode's line on how to spend the T steps (free_pacing, fixed_pacing, authors_pacing)."""
+    words = words_of(cfg)
+    return words.render(
+        "system",
+        mode=cfg.mode,
+        width=width,
+        height=height,
+        max_steps=cfg.max_steps,
+        crop_size=cfg.crop_size,
+        pacing=pacing,
+        context="\n\n".join(_context_lines(cfg)),
+        note_tool=cfg.note_tool,
+        answer_format=words.answer_format(),
+    )
 
 
 def free_pacing() -> str:
@@ -95,29 +87,26 @@ def _context_lines(cfg: RegionsConfig) -> list[str]:
 
 
 def random_regions_system_prompt(cfg: RegionsConfig, width: int, height: int, n_regions: int) -> str:
-    """The random-region ablation: the regions were chosen for the model, which only answers."""
-    return "\n\n".join(
-        [
-            "You are an expert pathologist examining a whole-slide image (WSI) to answer a question.",
-            f"The slide is {width} x {height} pixels at full resolution (level 0). All coordinates are "
-            "level-0 pixels: x grows to the right, y grows downward.",
-            f"You see an overview of the whole slide and {n_regions} regions chosen at random from "
-            "its tissue, each with axis guides labelled in level-0 coordinates. You cannot choose "
-            "other regions: answer from what you are shown.",
-            *_context_lines(cfg),
-            ANSWER_FORMAT,
-        ]
+    """The random-region ablation (template random_regions_system.j2): the regions were chosen for
+    the model, which only answers."""
+    words = words_of(cfg)
+    return words.render(
+        "random_regions_system",
+        width=width,
+        height=height,
+        n_regions=n_regions,
+        context="\n\n".join(_context_lines(cfg)),
+        answer_format=words.answer_format(),
     )
 
 
-def calls_left_text(left: int) -> str:
-    if left <= 1:
-        return "You have 1 step left: it is for your final answer."
-    return f"You have {left} steps left (the last one is for your final answer)."
+def calls_left_text(left: int, words: Wording = SHIPPED) -> str:
+    """The step count sent with the overview and every crop (template steps_left.j2)."""
+    return words.steps_left(left)
 
 
-def overview_text(width: int, height: int, left: int) -> str:
-    return f"Overview of the whole slide ({width} x {height} level-0 pixels). {calls_left_text(left)}"
+def overview_text(width: int, height: int, left: int, words: Wording = SHIPPED) -> str:
+    return f"Overview of the whole slide ({width} x {height} level-0 pixels). {calls_left_text(left, words)}"
 
 
 def region_text(
@@ -143,7 +132,12 @@ def examined_summary(regions: Sequence[str], notes: Sequence[str]) -> str:
 
 
 def force_answer_text(
-    regions: Sequence[str], notes: Sequence[str], question: str, *, budget_usd: float | None = None
+    regions: Sequence[str],
+    notes: Sequence[str],
+    question: str,
+    *,
+    budget_usd: float | None = None,
+    words: Wording = SHIPPED,
 ) -> str:
     """The force-answer message (paper_facts §13): the limit, what was examined, the question again."""
     if budget_usd is not None:
@@ -155,14 +149,18 @@ def force_answer_text(
         "answer; do not crop again.\n\n"
         f"{examined_summary(regions, notes)}\n\n"
         f"Question: {question}\n\n"
-        f"{ANSWER_FORMAT}"
+        f"{words.answer_format()}"
     )
 
 
-STEP_LIMIT_CORRECTIVE = (
-    "You have reached the maximum navigation steps. You MUST provide your final answer now using the "
-    "answer action; no more crops will be executed. " + ANSWER_FORMAT
-)
+def step_limit_corrective(words: Wording = SHIPPED) -> str:
+    return (
+        "You have reached the maximum navigation steps. You MUST provide your final answer now using the "
+        "answer action; no more crops will be executed. " + words.answer_format()
+    )
+
+
+STEP_LIMIT_CORRECTIVE = step_limit_corrective()
 
 
 def early_answer_corrective(crops_done: int, max_steps: int) -> str:
@@ -184,9 +182,13 @@ def invalid_crop_feedback(requested: Box, width: int, height: int, issues: Seque
     )
 
 
-ANSWER_ONLY_CORRECTIVE = (
-    "Cropping is not available in this task: answer from the image(s) you were given. " + ANSWER_FORMAT
-)
+def answer_only_corrective(words: Wording = SHIPPED) -> str:
+    return "Cropping is not available in this task: answer from the image(s) you were given. " + (
+        words.answer_format()
+    )
+
+
+ANSWER_ONLY_CORRECTIVE = answer_only_corrective()
 
 EXTRA_CROP_SKIPPED = (
     "Not executed: your step budget for crops was already used by the earlier crops of this turn."

@@ -106,6 +106,7 @@ class Navigator:
         self.rules = rules
         self.system = system
         self.t = ep.cfg.max_steps
+        self.words = instructions.words_of(ep.cfg)
         self.counter = RetryCounter(ep.cfg.max_retries)
         self.extra_actions = (*(("note",) if ep.cfg.note_tool else ()), *ep.cfg.tools)
         self.tools = {name: loaded(ep.tools, name) for name in ep.cfg.tools}
@@ -138,7 +139,7 @@ class Navigator:
             [
                 TextPart(text=ep.item.prompt),
                 image_part(first, "overview"),
-                TextPart(text=instructions.overview_text(ep.width, ep.height, t)),
+                TextPart(text=instructions.overview_text(ep.width, ep.height, t, self.words)),
             ]
         )
         self.counter.reset()
@@ -152,7 +153,7 @@ class Navigator:
                 budget = cfg.item_budget_usd if state.budget_forced else None
                 state.ctx.append_text(
                     instructions.force_answer_text(
-                        state.examined, state.notes, ep.item.prompt, budget_usd=budget
+                        state.examined, state.notes, ep.item.prompt, budget_usd=budget, words=self.words
                     )
                 )
                 state.forced = True
@@ -209,8 +210,9 @@ class Navigator:
                     status: Status = "budget_exceeded" if state.budget_forced else "step_limit_exceeded"
                     self._violation(call, status, f"{action.type} instead of the required answer")
                     failure = None
-                replies.append(_Reply(step.call_id, [TextPart(text=instructions.STEP_LIMIT_CORRECTIVE)]))
-                feedback.append(instructions.STEP_LIMIT_CORRECTIVE)
+                corrective = instructions.step_limit_corrective(self.words)
+                replies.append(_Reply(step.call_id, [TextPart(text=corrective)]))
+                feedback.append(corrective)
                 continue
             if state.steps >= t - 1 and self.rules.budget == "actions":
                 replies.append(_Reply(step.call_id, [TextPart(text=instructions.EXTRA_CROP_SKIPPED)]))
@@ -240,7 +242,7 @@ class Navigator:
                 ep.traj.tool_calls.append(record)
                 state.steps += 1
                 ep.steps += 1
-                left = instructions.calls_left_text(t - self._used(state))
+                left = instructions.calls_left_text(t - self._used(state), self.words)
                 replies.append(_Reply(step.call_id, [TextPart(text=f"{tool.reply(record)}\n\n{left}")]))
             self.counter.reset()
             failure = None  # the streak is judged by the turn's last action
@@ -289,7 +291,7 @@ class Navigator:
         parts: list[Part] = [
             TextPart(text=text),
             image_part(rendered, f"{label} {region.read}"),
-            TextPart(text=instructions.calls_left_text(self.t - self._used(state))),
+            TextPart(text=instructions.calls_left_text(self.t - self._used(state), self.words)),
         ]
         if state.notes:
             parts.append(TextPart(text=instructions.notes_text(state.notes)))

@@ -88,6 +88,7 @@ class Comparison(BaseModel):
     seed: int
     holm_applied: bool
     notes: list[str]
+    warnings: list[str] = []  # a line per task whose runs scored different versions of its questions
 
 
 def _letters(n: int) -> list[str]:
@@ -214,15 +215,34 @@ def compare_runs(runs: Sequence[RunData], *, replicates: int = 1000, seed: int =
         notes.append(
             "Balanced-accuracy tasks have no McNemar test (it tests accuracy); read their bootstrap interval."
         )
+    warnings = version_warnings(runs, letters)
     return Comparison(
+        warnings=warnings,
         runs=entries,
         pairs=pairs,
         single=sorted(task for task, indices in by_task.items() if len(indices) == 1),
         replicates=replicates,
         seed=seed,
         holm_applied=holm_applied,
-        notes=notes,
+        notes=[*warnings, *notes],
     )
+
+
+def version_warnings(runs: Sequence[RunData], letters: Sequence[str]) -> list[str]:
+    """A line per task whose runs scored different versions of its questions (dataset digests differ,
+    giant.data.digest): a paired comparison over edited questions compares different tests. Runs that
+    recorded no digest (older ones) are left out."""
+    by_task: dict[str, dict[str, list[str]]] = {}
+    for letter, run in zip(letters, runs, strict=True):
+        if run.dataset_digest:
+            by_task.setdefault(run.task, {}).setdefault(run.dataset_digest, []).append(letter)
+    return [
+        f"Warning: the runs of {task} scored {len(seen)} different versions of its questions ("
+        + "; ".join(f"{', '.join(names)}: dataset digest {digest}" for digest, names in sorted(seen.items()))
+        + ")."
+        for task, seen in sorted(by_task.items())
+        if len(seen) > 1
+    ]
 
 
 def _metric(run: RunData) -> float:

@@ -60,6 +60,7 @@ class RunData(BaseModel):
     config: dict[str, Any]
     items: dict[str, ItemOutcome]
     cost_usd: float | None = None  # the job's spend; None: unknown (a model without a price)
+    dataset_digest: str = ""  # which version of its questions it scored ("": not recorded)
 
     @property
     def sweep_id(self) -> str | None:
@@ -161,6 +162,7 @@ def load_run(where: str, tracking: TrackingSettings) -> RunData:
         config=source.config,
         items=outcomes(source.records, summary.runs_per_item, summary.tie_rule),
         cost_usd=summary.totals.cost_usd,
+        dataset_digest=digests.digest if (digests := summary.provenance.dataset_digests) else "",
     )
 
 

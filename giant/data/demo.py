@@ -1,4 +1,7 @@
-"""The demo benchmark: synthetic slides whose answers need zooming in, in the MultiPathQA CSV format.
+"""The demo benchmark: synthetic slides whose answers need zooming in, its questions a task file
+(giant.data.custom: the format's example, questions.csv) and the same rows in the MultiPathQA CSV format
+(demo.csv, for `dataset.csv_path`). Both load into the same items, so the demo's dataset hash and ledger
+keys are those of the MultiPathQA-format demo before the task format existed.
 
 It lets `make demo` (and CI) run the whole pipeline on real pyramidal files without 500 GB of WSIs:
 small dark-green markers (about 8 px in a 1000 px overview, 24 px at level 0) are painted at seeded
@@ -10,7 +13,9 @@ Two tasks share the slides, as MultiPathQA's tasks share TCGA slides:
 
 from __future__ import annotations
 
+import ast
 import csv
+import json
 import os
 import shutil
 import tempfile
@@ -20,11 +25,14 @@ import numpy as np
 from pydantic import BaseModel
 
 from giant.core import Box
+from giant.data.custom import COLUMNS
 from giant.data.multipathqa import CSV_COLUMNS
+from giant.data.prompts import is_template
 from giant.wsi.synthetic import Finding, Shape, write_synthetic_slide
 
-DEMO_VERSION = 1  # bump when the generator changes: a new version builds into a new folder
+DEMO_VERSION = 2  # bump when the generator changes: a new version builds into a new folder
 WIDTH, HEIGHT = 3200, 2400
+TASK_FILE = "questions.csv"  # the demo's questions in the task format (docs/custom_tasks.md)
 MARKER = 24  # level-0 side of a marker
 MARGIN = 160  # markers stay this far from the slide edge
 QUALITY = 60  # JPEG quality of the slide tiles: the demo needs legible markers, not fine texture
@@ -55,15 +63,16 @@ COUNT_PROMPT = (
 
 
 class DemoPaths(BaseModel):
-    csv_path: Path
+    csv_path: Path  # the MultiPathQA format
     wsi_root: Path
+    task_file: Path  # the task format (giant.data.custom): what dataset=demo loads
 
 
 def build_demo(cache_dir: Path) -> DemoPaths:
     """Build once into cache_dir/demo-v<N> (a few seconds); later calls reuse it. The set is built in
     a temporary folder and renamed into place, so an interrupted build never looks complete."""
     target = Path(cache_dir) / f"demo-v{DEMO_VERSION}"
-    paths = DemoPaths(csv_path=target / "demo.csv", wsi_root=target / "slides")
+    paths = DemoPaths(csv_path=target / "demo.csv", wsi_root=target / "slides", task_file=target / TASK_FILE)
     if target.is_dir():
         return paths
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -95,10 +104,30 @@ def _write_demo(folder: Path) -> None:
             _row("demo_shapes", index, name, str(SHAPES.index(shape) + 1), SHAPES, "accuracy", SHAPE_QUESTION)
         )
         rows.append(_row("demo_count", index, name, str(count), (), "balanced_accuracy", COUNT_PROMPT))
+    rows.sort(key=lambda r: r["benchmark_name"])
     with (folder / "demo.csv").open("w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS, lineterminator="\n")
         writer.writeheader()
-        writer.writerows(sorted(rows, key=lambda r: r["benchmark_name"]))
+        writer.writerows(rows)
+    with (folder / TASK_FILE).open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(_task_row(row) for row in rows)
+
+
+def _task_row(row: dict[str, str]) -> dict[str, str]:
+    """A MultiPathQA-format row in the task format: the bare question (the shapes) is wrapped by the
+    loader as MultiPathQA wraps it; the count question asks for its JSON itself and is sent as written."""
+    options = ast.literal_eval(row["options"]) if row["options"] else []
+    return {
+        "slide": row["image_path"],
+        "question": row["prompt"].format() if is_template(row["prompt"]) else row["prompt"],
+        "options": json.dumps(options) if options else "",
+        "answer": row["answer"],
+        "id": row["benchmark_id"],
+        "task": row["benchmark_name"],
+        "metric": row["metric_type"],
+    }
 
 
 def markers(seed: int, shape: Shape, count: int) -> list[Finding]:

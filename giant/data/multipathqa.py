@@ -92,7 +92,7 @@ def load_multipathqa(
 
     if benchmarks is not None:
         items, defects = _select(items, defects, benchmarks, path)
-    return Dataset(items=items, defects=defects, source=source, content_hash=_hash_items(items))
+    return Dataset(items=items, defects=defects, source=source, content_hash=content_hash(items))
 
 
 def _existing(path: Path, setting: str) -> Path:
@@ -236,6 +236,7 @@ def _select(
     return [i for i in items if i.benchmark in wanted], [d for d in defects if d.benchmark in wanted]
 
 
-def _hash_items(items: list[Item]) -> str:
+def content_hash(items: list[Item]) -> str:
+    """sha256 of the loaded items as the run key takes them (giant.eval.resume)."""
     payload = json.dumps([i.model_dump(mode="json") for i in items], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode()).hexdigest()

@@ -7,6 +7,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field, computed_field
 
 from giant.data.defects import Defect
+from giant.data.digest import DatasetDigests
 from giant.llm.types import TokenCounts
 
 
@@ -55,6 +56,8 @@ class Provenance(BaseModel):
     git_commit: str | None = None
     versions: dict[str, str] = Field(default_factory=dict)
     slide_layouts: dict[str, int] = Field(default_factory=dict)  # distinct slides per resolver layout
+    # which version of each task's questions the job scored (giant.data.digest); None in older records
+    dataset_digests: DatasetDigests | None = None
 
 
 class Summary(BaseModel):

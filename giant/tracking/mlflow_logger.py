@@ -10,6 +10,7 @@ import logging
 import shutil
 import tempfile
 import urllib.parse
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -26,6 +27,7 @@ from giant.agent.modes import mode_of
 from giant.atomic import write_atomic
 from giant.config import RunSettings, TrackingSettings
 from giant.core import Item
+from giant.data.digest import DatasetDigests
 from giant.errors import ConfigError
 from giant.record import SWEEP_FILE
 from giant.record.summary import Summary
@@ -54,6 +56,8 @@ from giant.tracking.names import (
     COST_REPLAYED_METRIC,
     CROP_SIZE_TAG,
     CROPS_PER_ITEM_METRIC,
+    DATASET_CONTEXT,
+    DATASET_DIGEST_TAG,
     DATASET_HASH_TAG,
     DATASET_TAG,
     EXPERIMENT_KIND_TAG,
@@ -190,10 +194,16 @@ def run_name(settings: RunSettings, dataset: str) -> str:
 
 
 def job_tags(
-    settings: RunSettings, items: Sequence[Item], *, dataset_hash: str, git_commit: str | None, sweep_id: str
+    settings: RunSettings,
+    items: Sequence[Item],
+    *,
+    dataset_hash: str,
+    git_commit: str | None,
+    sweep_id: str,
+    digests: DatasetDigests | None = None,
 ) -> dict[str, str]:
     benchmarks = sorted({item.benchmark for item in items})
-    return {
+    tags = {
         ROLE_TAG: JOB_ROLE,
         DATASET_TAG: "+".join(benchmarks) or settings.dataset.name,
         METRIC_NAME_TAG: items[0].metric if items else "",
@@ -209,6 +219,9 @@ def job_tags(
         SWEEP_ID_TAG: sweep_id,
         STATUS_TAG: "running",
     }
+    if digests is not None:
+        tags[DATASET_DIGEST_TAG] = digests.digest
+    return tags
 
 
 def summary_metrics(summary: Summary) -> dict[str, float]:
@@ -322,6 +335,25 @@ class JobRun:
         except MlflowException as exc:  # a reattached run whose config text changed (e.g. a path)
             log.warning("MLflow: params of run %s kept from its first attempt (%s)", run_id, str(exc)[:120])
         return job
+
+    def log_dataset(self, digests: DatasetDigests) -> None:
+        """The job's questions as an MLflow input dataset: the file's name (or the published dataset's)
+        and the digest of what it holds (giant.data.digest), so the UI shows which version a run scored."""
+        from mlflow.data.dataset_source_registry import resolve_dataset_source
+        from mlflow.data.meta_dataset import MetaDataset
+        from mlflow.entities import DatasetInput, InputTag
+        from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
+
+        hub = "hf://datasets/"
+        where = digests.location
+        if where.startswith(hub):
+            where = f"https://huggingface.co/datasets/{where.removeprefix(hub)}"
+        with warnings.catch_warnings():  # a local path fits two registered local sources: either is right
+            warnings.simplefilter("ignore", UserWarning)
+            source = resolve_dataset_source(where)
+        dataset = MetaDataset(source, name=digests.name, digest=digests.digest)  # type: ignore[abstract]
+        context = InputTag(MLFLOW_DATASET_CONTEXT, DATASET_CONTEXT)
+        self.client.log_inputs(self.run_id, [DatasetInput(dataset._to_mlflow_entity(), tags=[context])])
 
     def set_tags(self, tags: dict[str, str]) -> None:
         now = [RunTag(key, scrub(value, self.secrets)) for key, value in tags.items()]

@@ -51,6 +51,10 @@ MAX_STEPS_TAG: Final = "T"  # agent.max_steps, the paper's T
 CROP_SIZE_TAG: Final = "S"  # agent.crop_size, the paper's S
 RUNS_PER_ITEM_TAG: Final = "runs_per_item"  # k: runs per item, majority-voted when k > 1
 DATASET_HASH_TAG: Final = "dataset_hash"
+# Which version of the job's questions it scored (giant.data.digest): the tables warn when runs side by
+# side differ in it; also the digest of the job's MLflow input dataset
+DATASET_DIGEST_TAG: Final = "dataset_digest"
+DATASET_CONTEXT: Final = "evaluation"  # the input dataset's context (MLflow's mlflow.data.context tag)
 GIT_COMMIT_TAG: Final = "git_commit"
 INCOMPLETE_REASON_TAG: Final = "incomplete_reason"  # why a job's status is "incomplete"
 

@@ -29,6 +29,7 @@ from giant.tracking.names import (
     COST_METRIC,
     COST_PER_ITEM_METRIC,
     CROP_SIZE_TAG,
+    DATASET_DIGEST_TAG,
     DATASET_TAG,
     MAX_STEPS_TAG,
     MODEL_TAG,
@@ -134,6 +135,7 @@ def _record(run: Run) -> RunRecord | None:
         runs_per_item=_int_or_none(tags.get(RUNS_PER_ITEM_TAG)) or 1,
         settings=settings,
         tools=tuple(re.findall(r"\w+", run.data.params.get("agent.tools", ""))),
+        prompts=run.data.params.get("agent.prompts", ""),
         mean=metrics[BOOT_MEAN_METRIC],
         std=metrics[BOOT_STD_METRIC],
         ci_low=metrics.get(CI_LOW_METRIC),
@@ -145,6 +147,7 @@ def _record(run: Run) -> RunRecord | None:
         cost_per_item=metrics.get(COST_PER_ITEM_METRIC),
         tiers=_tiers(metrics),
         complete=tags.get(STATUS_TAG) != "incomplete",
+        dataset_digest=tags.get(DATASET_DIGEST_TAG, ""),
         start_time=_int_or_none(tags.get(SOURCE_START_TAG)) or run.info.start_time or 0,
         rescored_at=(run.info.start_time or 0) if RESCORE_TAG in tags else 0,
     )

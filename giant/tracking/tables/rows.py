@@ -5,6 +5,7 @@ newest run of each row and task), with nothing read from MLflow or written to a 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import PurePosixPath
 
 from pydantic import BaseModel, ConfigDict
 
@@ -67,6 +68,8 @@ class RunRecord(BaseModel):
     # The per-run mean of a k-run job (giant.tracking.tables.load): k, the runs it averages; this record
     # then has runs_per_item 1 and the job's other fields. None: the run's own metric.
     per_run_mean_of: int | None = None
+    prompts: str = ""  # MLflow param agent.prompts: a folder of its own prompt templates ("": shipped)
+    dataset_digest: str = ""  # which version of the task's questions it scored ("": not recorded)
     start_time: int = 0  # a re-score: its source's start time
     rescored_at: int = 0  # a re-score: its own start time (0: not a re-score)
 
@@ -93,10 +96,11 @@ class RunRecord(BaseModel):
     @property
     def row_key(self) -> RowKey:
         """What makes two runs the same table row: only the settings that change the method."""
-        return (self.agent_mode, self.runs_per_item, self.row_settings, self.model, self.tools)
+        return (self.agent_mode, self.runs_per_item, self.row_settings, self.model, self.tools, self.prompts)
 
 
-RowKey = tuple[str, int, tuple[tuple[str, int | None], ...], str, tuple[str, ...]]
+# mode, runs per item, the mode's row settings, model, tools, prompt templates: two wordings are two rows
+RowKey = tuple[str, int, tuple[tuple[str, int | None], ...], str, tuple[str, ...], str]
 
 
 INCOMPLETE_MARK = "†"
@@ -149,6 +153,8 @@ class Table(BaseModel):
     tasks: list[str]
     rows: list[Row]
     superseded: int = 0  # older runs of the same row and task, replaced by the newest
+    # one line per task whose cells scored different versions of its questions (giant.data.digest)
+    version_warnings: list[str] = []
 
     @property
     def has_incomplete(self) -> bool:
@@ -167,8 +173,8 @@ def _mode_rank(name: str) -> int:
 
 def sort_key(key: RowKey) -> tuple[object, ...]:
     """Rows in the paper's order: by the mode's table rank, then its settings, model and tools."""
-    mode, k, settings, model, tools = key
-    return (_mode_rank(mode), mode, k, tuple(value or 0 for _, value in settings), model, tools)
+    mode, k, settings, model, tools, prompts = key
+    return (_mode_rank(mode), mode, k, tuple(value or 0 for _, value in settings), model, tools, prompts)
 
 
 def latest_per_row_and_task(records: Iterable[RunRecord]) -> tuple[list[RunRecord], int]:
@@ -194,6 +200,8 @@ def _method_label(rec: RunRecord, varying: set[str]) -> str:
     (as the mode shows them: T=20, 1024 px)."""
     label = rec.agent_mode + (f" x{rec.runs_per_item}" if rec.runs_per_item > 1 else "")
     label += "".join(f" + {tool.upper()}" for tool in rec.tools)
+    if rec.prompts:
+        label += f" [prompts {PurePosixPath(rec.prompts).name}]"
     mode = find_mode(rec.agent_mode)
     details = [mode.row_detail(name, value) for name, value in rec.row_settings if mode and name in varying]
     return f"{label} ({', '.join(details)})" if details else label
@@ -226,7 +234,29 @@ def build_table(records: Iterable[RunRecord]) -> Table:
             Row(method=_method_label(rec, varying[rec.agent_mode]), model=rec.model, record=rec, cells={}),
         )
         row.cells[rec.task] = _cell(rec)
-    return Table(tasks=task_columns(r.task for r in latest), rows=list(rows.values()), superseded=superseded)
+    return Table(
+        tasks=task_columns(r.task for r in latest),
+        rows=list(rows.values()),
+        superseded=superseded,
+        version_warnings=version_warnings(latest),
+    )
+
+
+def version_warnings(records: Iterable[RunRecord]) -> list[str]:
+    """A line for each task whose runs side by side scored different versions of its questions (their
+    dataset digests differ): their numbers are not over the same questions. Runs that recorded no
+    digest (older ones) are left out of the check."""
+    digests: dict[str, dict[str, list[str]]] = {}
+    for rec in records:
+        if rec.dataset_digest:
+            digests.setdefault(rec.task, {}).setdefault(rec.dataset_digest, []).append(rec.run_id)
+    return [
+        f"warning: the {task} cells scored {len(seen)} different versions of its questions (dataset digests "
+        + ", ".join(f"{digest} in run(s) {', '.join(runs)}" for digest, runs in sorted(seen.items()))
+        + "); compare them only over the same questions"
+        for task, seen in sorted(digests.items())
+        if len(seen) > 1
+    ]
 
 
 def _cell(rec: RunRecord) -> Cell:
