@@ -26,6 +26,7 @@ class CallPlan:
     calls: int  # provider calls
     image_side: int  # long side of every image sent
     conversation: bool  # True: each call resends the conversation so far (its images and replies)
+    images_per_call: int = 1  # images of one call besides the conversation's (patch mode's joint call: N)
 
 
 class Mode(Generic[C]):
