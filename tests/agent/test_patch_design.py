@@ -9,12 +9,11 @@ import json
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
-from PIL import Image
-
 from hydra import compose, initialize_config_dir
+from PIL import Image
 
 from giant.agent.modes import mode_of
 from giant.config import CONF_DIR, RunSettings
@@ -34,7 +33,7 @@ class Peer(BaseHTTPRequestHandler):
     """Answers every POST like OpenAI's Responses API or Anthropic's Messages API (by path) and keeps
     each request body."""
 
-    bodies: list[dict[str, Any]] = []
+    bodies: ClassVar[list[dict[str, Any]]] = []
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -61,7 +60,7 @@ class Peer(BaseHTTPRequestHandler):
 def peer(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
-    bodies: list[dict[str, Any]] = []
+    bodies: ClassVar[list[dict[str, Any]]] = []
     handler = type("RecordingPeer", (Peer,), {"bodies": bodies})
     with loopback(handler) as url:
         yield url, bodies
