@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 
 from giant.agent.config import BaseAgentConfig, TissueSampling
-from giant.agent.modes.base import CallPlan, Mode, register
+from giant.agent.modes.base import CallPlan, Mode, SettingValue, register
 from giant.roles import Method, recording
+from giant.wsi.magnification import mpp_text
 
 if TYPE_CHECKING:
     from giant.agent.episode_state import EpisodeState
@@ -97,14 +98,18 @@ class PatchMode(Mode[PatchConfig]):
             name += "-distinct"
         return name
 
-    def row_detail(self, setting: str, value: int | None) -> str:
+    def row_detail(self, setting: str, value: SettingValue) -> str:
         if setting == "patch_mpp":
-            return "level 0" if value in (None, "None", "") else f"{value} µm/px"
+            return "level 0" if value in (None, "None", "") else mpp_text(float(value))
         if setting == "inference":
             return "vote" if value in (None, "None", "") else str(value)
         return super().row_detail(setting, value)
 
-    def published_method(self, runs_per_item: int, settings: Mapping[str, int | None]) -> str | None:
+    def study_cell(self, settings: Mapping[str, SettingValue]) -> bool:
+        """A run away from GIANT's patch baseline: joint, or read at a set µm/px (logged only then)."""
+        return any(settings.get(key) is not None for key in ("inference", "patch_mpp"))
+
+    def published_method(self, runs_per_item: int, settings: Mapping[str, SettingValue]) -> str | None:
         if runs_per_item != 1 or any(
             settings.get(key) not in (None, value) for key, value in BEFORE_THE_STUDY.items()
         ):
