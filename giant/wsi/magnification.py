@@ -10,6 +10,8 @@ says neither gives None ("unknown"), never a guess.
 
 from __future__ import annotations
 
+import math
+
 from giant.core import Box
 
 OBJECTIVE_MICRONS = 10.0  # objective x µm/px: 40x x 0.25 = 20x x 0.5 = 10
@@ -33,3 +35,14 @@ def objective(mpp: float) -> str:
 def mpp_text(mpp: float | None) -> str:
     """ "0.50 µm/px (~20x)", or "unknown" for an image of a slide without µm/px."""
     return "unknown" if mpp is None else f"{mpp:.2f} µm/px ({objective(mpp)})"
+
+
+def standard_mpp(mpp: float) -> float:
+    """The µm/px of the nearest usual objective (40x, 20x, 10x, 5x, 2.5x, ...: a factor 2 apart)."""
+    return OBJECTIVE_MICRONS / 40 * 2.0 ** round(math.log2(mpp * 40 / OBJECTIVE_MICRONS))
+
+
+def objective_band(mpp: float) -> str:
+    """The nearest usual objective with its µm/px, "~20x (0.50 µm/px)": summary.json counts images by it."""
+    band = standard_mpp(mpp)
+    return f"{objective(band)} ({band:.2f} µm/px)"
