@@ -27,7 +27,7 @@ from giant.confdir import CONF_DIR, EVERY_TOOL, PROJECT_ROOT, group_options, pre
 from giant.errors import ConfigError, exit_with
 from giant.eval.run_options import RunOptions
 from giant.llm.config import PROVIDER_NAMES, ProviderConfig, providers_with
-from giant.roles import Data, Operational, Role, hashed_part, role_of, roles
+from giant.roles import RECORD_CONTEXT, Data, Operational, Role, hashed_part, role_of, roles
 from giant.tools.settings import ToolSettings
 
 if TYPE_CHECKING:  # Hydra's override parser is imported where used: it is slow to import
@@ -224,7 +224,7 @@ class RunSettings(_Strict):
         """The validated settings as JSON data laid out like conf/config.yaml (run options at the top
         level, so each dotted key is its command-line override). The one record of a job's config:
         resolved_config.json and the MLflow params are both written from it."""
-        data = self._without_idle_tools(self.model_dump(mode="json"))
+        data = self._without_idle_tools(self.model_dump(mode="json", context=RECORD_CONTEXT))
         return {**data.pop("run"), **data}
 
     def enabled_tools(self) -> list[str]:
@@ -254,7 +254,9 @@ class RunSettings(_Strict):
         timeouts), which items and how many runs (a pilot grows into the full run; runs_per_item=5
         continues runs_per_item=1) and scoring (carried-over answers are scored again) are left out,
         so such a rerun continues the same job instead of paying again."""
-        data = hashed_part(self._without_idle_tools(self.model_dump(mode="json")), roles(self))
+        data = hashed_part(
+            self._without_idle_tools(self.model_dump(mode="json", context=RECORD_CONTEXT)), roles(self)
+        )
         if self.agent.prompts is not None:  # the wording, not where its folder lies, is the method
             data["agent"]["prompts"] = prompts_digest(self.agent.prompts)
         text = json.dumps(data, sort_keys=True)

@@ -302,10 +302,12 @@ def check_slides(data: JobData, settings: RunSettings) -> dict[str, Located]:
 
 
 def _dry_run(settings: RunSettings, data: JobData, out_dir: Path) -> None:
+    from giant.agent.modes import mode_of
     from giant.eval.dryrun import dry_run
     from giant.eval.resume import ResumeIndex, run_key
     from giant.llm.pricing import Pricing
 
+    agent = settings.agent
     # A pilot of the same run key (the index a real run resumes from) forecasts the full run.
     key = run_key(settings.config_hash(), data.dataset_hash)
     pilot = ResumeIndex(settings.paths.cache_dir / RESUME_DIR).lookup(key)
@@ -318,6 +320,7 @@ def _dry_run(settings: RunSettings, data: JobData, out_dir: Path) -> None:
         runs_per_item=settings.run.runs_per_item,
         out_dir=out_dir,
         pilot=Path(pilot.out_dir) if pilot else None,
+        cell=f"{mode_of(agent).run_name(agent, settings.dataset.name)} ({settings.provider.model})",
     )
     print(report.render())
     print(f"dry run report: {JobLayout(out_dir).dry_run}")

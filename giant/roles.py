@@ -46,6 +46,17 @@ Selection = Annotated[T, Role.SELECTION]
 Operational = Annotated[T, Role.OPERATIONAL]
 
 
+# The serialization context of a job's record and config hash (giant.config.RunSettings): there a
+# settings model may leave out a setting added after runs were paid while it holds the value those
+# runs had, so their hash, resume key and MLflow params stay what they were (giant.agent.modes.patch).
+RECORD_CONTEXT: dict[str, bool] = {"giant_record": True}
+
+
+def recording(context: object) -> bool:
+    """Whether a serializer runs for the record and the hash (its `info.context`)."""
+    return isinstance(context, dict) and bool(context.get("giant_record"))
+
+
 class UndeclaredRole(TypeError):
     """A setting whose field declares no role (nor does the section holding it)."""
 

@@ -1,8 +1,10 @@
 """The baselines and the random-region ablation (paper_facts §4): the model never chooses a region.
 
 - thumbnail: one call with a thumbnail of the whole slide, no guides, no system prompt.
-- patch: `patch_count` random level-0 tissue patches, each asked alone and concurrently; the episode
-  returns the per-patch answers (Trajectory.patch_answers) and eval extracts and votes over them.
+- patch: `patch_count` random tissue patches (level 0, or read at `patch_mpp` microns per pixel),
+  each asked alone and concurrently, the episode returning the per-patch answers
+  (Trajectory.patch_answers) for eval to extract and vote over; or, with inference=joint, all of them
+  numbered in one call and one answer (the patch-design study, arXiv 2606.12407).
 - random_regions: T-1 random square tissue regions shown after the overview, then one answer call.
 """
 
@@ -25,9 +27,16 @@ from giant.agent.images import Rendered, render_region, render_thumbnail
 from giant.agent.loop import image_part, overview
 from giant.core import Box
 from giant.llm.types import AnswerAction, ImagePart, Part, TextPart
-from giant.record.trajectory import Region
+from giant.record.trajectory import PatchesPlaced, Region
+from giant.wsi import SlideError
+from giant.wsi.magnification import shown_mpp
 from giant.wsi.slide import Slide
-from giant.wsi.tissue import TissueMask, sample_boxes
+from giant.wsi.tissue import TissueMask, place_distinct, sample_boxes
+
+# A patch at patch_mpp may be read from a slide up to this much finer than the setting (GTEx's 0.4942
+# um/px serves patch_mpp=0.5); a coarser slide would need upscaling, which patches never get.
+MPP_TOLERANCE = 0.05
+PATCH_MAP_SIDE = 1000  # the trajectory page's thumbnail under the patch boxes (never sent)
 
 # Each mode (giant/agent/modes/) calls its runner here, and this module imports no mode, not even for
 # an annotation (no import circle, type-only imports counted): a runner's episode carries its mode's
@@ -102,6 +111,7 @@ async def run_thumbnail(ep: ModeEpisode) -> None:
             output_width=encoded.width,
             output_height=encoded.height,
             image=ep.store.save(encoded),
+            mpp=shown_mpp(ep.slide.mpp_x, ep.full_box, encoded.width, encoded.height),
         )
     )
     ctx = Context(system=None)
@@ -112,12 +122,115 @@ async def run_thumbnail(ep: ModeEpisode) -> None:
 
 
 async def run_patch(ep: ModeEpisode) -> None:
+    """Place the patches, then ask them as the run says: each alone (vote) or all at once (joint)."""
     cfg = ep.cfg
-    boxes = await _sample(ep, cfg.patch_count, cfg.patch_size, cfg.patch_size, cfg.region_min_tissue)
+    side = _patch_side(ep)
+    if cfg.patch_placement == "distinct":
+        boxes = await _place_distinct(ep, cfg.patch_count, side, cfg.region_min_tissue)
+    else:
+        boxes = await _sample(ep, cfg.patch_count, side, side, cfg.region_min_tissue)
     patches = [
         await render_region(ep.slide, box, cfg.patch_size, fill=cfg.fill, guides=0, quality=cfg.jpeg_quality)
         for box in boxes
     ]
+    ep.traj.patches = PatchesPlaced(
+        requested=cfg.patch_count,
+        sent=len(patches),
+        level0_side=side,
+        placement=cfg.patch_placement,
+        map=await _placement_map(ep),
+    )
+    if not patches:
+        raise EpisodeEnd(
+            "slide_error",
+            f"{ep.slide.path}: no patch of {side} level-0 px with {cfg.region_min_tissue:.0%} tissue fits "
+            f"apart from the others (agent.patch_size={cfg.patch_size}, agent.patch_mpp={cfg.patch_mpp}); "
+            "lower agent.patch_mpp or agent.patch_size, or set agent.patch_placement=fill",
+        )
+    if cfg.inference == "joint":
+        await _ask_jointly(ep, patches)
+    else:
+        await _vote(ep, patches)
+
+
+def _patch_side(ep: EpisodeState[PatchConfig]) -> int:
+    """A patch's side in level-0 pixels: patch_size at level 0, else what spans patch_size pixels at
+    patch_mpp on this slide (read at the best level and resampled, as crops are)."""
+    cfg = ep.cfg
+    if cfg.patch_mpp is None:
+        return cfg.patch_size
+    slide_mpp = ep.slide.mpp_x
+    if slide_mpp is None:
+        raise EpisodeEnd(
+            "slide_error",
+            f"{ep.slide.path}: the slide records no microns per pixel (openslide.mpp-x), so agent.patch_mpp="
+            f"{cfg.patch_mpp:g} cannot be read from it; "
+            "set agent.patch_mpp=null (level 0) or leave the slide out",
+        )
+    if cfg.patch_mpp < slide_mpp * (1 - MPP_TOLERANCE):
+        raise EpisodeEnd(
+            "slide_error",
+            f"{ep.slide.path}: level 0 is {slide_mpp:.3g} µm/px, coarser than agent.patch_mpp="
+            f"{cfg.patch_mpp:g}, and patches are never upscaled; "
+            f"set agent.patch_mpp >= {slide_mpp:.3g} or null",
+        )
+    return max(cfg.patch_size, round(cfg.patch_size * cfg.patch_mpp / slide_mpp))
+
+
+async def _place_distinct(ep: EpisodeState[Any], n: int, side: int, min_tissue: float) -> list[Box]:
+    path = Path(ep.slide.path)
+    mask = await asyncio.to_thread(_tissue_mask, str(path), path.stat().st_mtime_ns)
+    return place_distinct(mask, n, side, min_tissue, _rng(ep))
+
+
+async def _placement_map(ep: EpisodeState[Any]) -> Region | None:
+    """The slide's thumbnail for the trajectory page, on which it draws the patch boxes; the model
+    never sees it. A slide that cannot give one leaves the page without it, not the episode."""
+    try:
+        encoded = await render_thumbnail(ep.slide, PATCH_MAP_SIDE, ep.cfg.jpeg_quality)
+    except (SlideError, ValueError):
+        return None
+    return Region(
+        call_index=0,
+        requested=ep.full_box,
+        read=ep.full_box,
+        level=-1,
+        output_width=encoded.width,
+        output_height=encoded.height,
+        image=ep.store.save(encoded),
+        mpp=shown_mpp(ep.slide.mpp_x, ep.full_box, encoded.width, encoded.height),
+    )
+
+
+async def _ask_jointly(ep: EpisodeState[PatchConfig], patches: list[Rendered]) -> None:
+    """One call carrying every patch, numbered, after the question; one answer."""
+    count = len(patches)
+    parts: list[Part] = [
+        TextPart(text=ep.item.prompt),
+        TextPart(text=instructions.joint_patches_text(count, ep.cfg.patch_mpp)),
+    ]
+    for number, patch in enumerate(patches, start=1):
+        parts += [
+            TextPart(text=instructions.patch_label_text(number, count)),
+            image_part(patch, f"patch {number} {patch.region.read}"),
+        ]
+    ctx = Context(system=None)
+    ctx.add_user(parts)
+    asked = Asked()
+    try:
+        text = await ask_for_answer(ep, ctx, RetryCounter(ep.cfg.max_retries), asked)
+    finally:
+        if asked.first_call:  # sent at least once: the patches are what that call showed
+            for patch in patches:
+                await ep.add_crop(asked.first_call, patch)
+                ep.crops += 1
+    ep.steps += 1
+    ep.answered(text, budget_forced=False)
+
+
+async def _vote(ep: EpisodeState[PatchConfig], patches: list[Rendered]) -> None:
+    """Each patch asked alone and concurrently; eval votes over the answers."""
+    cfg = ep.cfg
 
     async def ask(number: int, patch: Rendered) -> str | EpisodeEnd:
         ctx = Context(system=None)

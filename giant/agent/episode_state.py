@@ -32,6 +32,7 @@ from giant.llm.types import (
 from giant.record.trajectory import Call, Region, Trajectory, TrajectoryTotals, error_kind
 from giant.tools import Tool
 from giant.wsi import SlideError
+from giant.wsi.magnification import shown_mpp
 from giant.wsi.slide import Slide
 from giant.wsi.tissue import CropTissue, crop_tissue
 
@@ -257,6 +258,7 @@ class EpisodeState(Generic[C]):
             image=self.store.save(rendered.encoded),
             clamped=region.clamped,
             tissue_fraction=fraction,
+            mpp=shown_mpp(self.slide.mpp_x, region.read, rendered.encoded.width, rendered.encoded.height),
         )
         self.traj.regions.append(region_record)
         return region_record

@@ -100,6 +100,23 @@ def random_regions_system_prompt(cfg: RegionsConfig, width: int, height: int, n_
     )
 
 
+def joint_patches_text(count: int, mpp: float | None) -> str:
+    """Patch mode with inference=joint: what the numbered patch images after the question are."""
+    scale = (
+        "all at full resolution (level 0 of the slide)"
+        if mpp is None
+        else f"all at the same magnification, about {mpp:.2g} microns per pixel"
+    )
+    return (
+        f"Below are {count} numbered image patches (patch 1 to patch {count}). They are tissue regions "
+        f"of one whole-slide image, {scale}. Answer the question once, from all {count} patches together."
+    )
+
+
+def patch_label_text(number: int, count: int) -> str:
+    return f"Patch {number} of {count}:"
+
+
 def calls_left_text(left: int, words: Wording = SHIPPED) -> str:
     """The step count sent with the overview and every crop (template steps_left.j2)."""
     return words.steps_left(left)

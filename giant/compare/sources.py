@@ -16,6 +16,7 @@ from typing import Any
 from mlflow.exceptions import MlflowException
 from pydantic import BaseModel, ConfigDict
 
+from giant.agent.modes import find_mode
 from giant.config import TrackingSettings, compared_settings
 from giant.errors import ConfigError
 from giant.eval.voting import majority_vote
@@ -71,10 +72,14 @@ class RunData(BaseModel):
         """mode, T, S, model and the vote: what a reader needs to tell runs apart."""
         agent, provider = self.config.get("agent", {}), self.config.get("provider", {})
         votes = f" x{self.runs_per_item}" if self.runs_per_item > 1 else ""
-        return (
+        name = (
             f"{agent.get('mode', '?')}{votes} T={agent.get('max_steps', '?')} "
             f"S={agent.get('crop_size', '?')} {provider.get('model', '?')}"
         )
+        mode = find_mode(str(agent.get("mode")))
+        if mode is not None and mode.study_cell(agent):  # a patch-design cell: its four factors
+            name += " (" + ", ".join(mode.row_detail(key, agent.get(key)) for key in mode.row_settings) + ")"
+        return name
 
     def settings(self) -> dict[str, str]:
         """The flattened config, only the settings whose role makes two runs different methods."""

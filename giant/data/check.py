@@ -37,6 +37,7 @@ class SlideRow(BaseModel):
     level_count: int | None = None
     width: int | None = None
     height: int | None = None
+    mpp: float | None = None  # level-0 microns per pixel (openslide.mpp-x); None: the slide does not say
     reason: str = ""
 
 
@@ -149,6 +150,7 @@ def _probe(loc: SlideLocation) -> dict[str, object]:
                 "level_count": slide.level_count,
                 "width": slide.width,
                 "height": slide.height,
+                "mpp": slide.mpp_x,
             }
     except SlideError as exc:
         return {"status": "unreadable", "bytes": _bytes(loc), "reason": str(exc)}

@@ -42,10 +42,11 @@ SERVER_TIMEOUT_S = 5.0  # the dry run's GET /v1/models: a server that is not up 
 
 def image_need(agent: AgentConfig) -> ImageNeed:
     """The most images one prompt carries: call T of a navigation holds the overview and T-1 crops,
-    capped by max_images_in_context; a one-shot mode sends one image per call."""
+    capped by max_images_in_context; a one-shot mode sends its plan's images per call (patch mode's joint
+    call: every patch)."""
     plan = mode_of(agent).plan(agent)
     cap: int | None = getattr(agent, "max_images_in_context", None)
-    most = plan.calls if plan.conversation else 1
+    most = plan.calls if plan.conversation else plan.images_per_call
     return ImageNeed(min(most, cap) if cap else most, agent.max_steps, cap)
 
 

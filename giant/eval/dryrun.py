@@ -60,6 +60,7 @@ from giant.record import DRY_RUN_FILE, write_dry_run
 
 OUTPUT_TOKENS_PER_CALL = 400
 CHARS_PER_TOKEN = 4
+JPEG_BYTES_PER_PIXEL = 0.25  # a q75 JPEG of tissue, about 2 bits per pixel, for the payload check
 # A missing slide's size is unknown; it only changes the digits of the system prompt's size line.
 UNKNOWN_SIZE = (100_000, 100_000)
 ASSUMPTIONS = (
@@ -93,6 +94,8 @@ class CostEstimate(BaseModel):
     image_formula: str  # openai_high_detail | anthropic | an open model family (qwen2_vl, ...)
     tokens_per_image: int
     calls_per_item_run: int
+    images_per_call: int = 1  # besides a navigation's growing conversation (patch mode's joint call: N)
+    image_side: int = 0  # long side of each image the plan counts
     input_tokens: int  # over all item-runs, including those whose slide is missing
     output_tokens: int
     cost_usd: float | None  # no caching (= total.high_usd); None when the model is not in the price table
@@ -133,6 +136,10 @@ class DryRunReport(BaseModel):
     estimate: CostEstimate
     pilot: PilotForecast | None = None  # from the finished item-runs of the same run key
     context: ContextFit | None = None  # a self-hosted model: does the largest prompt fit its context
+    cell: str = ""  # the run's name (giant.agent.modes): which cell of a sweep this prices
+    # Slides the run cannot read at its magnification (agent.patch_mpp set, the slide has no mpp).
+    no_mpp: list[SlideProblem] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)  # requests beyond a provider's published limits
 
     def render(self) -> str:
         """The lines the CLI prints."""
@@ -154,6 +161,7 @@ class DryRunReport(BaseModel):
                 if row.duplicates
             ]
         )
+        lines += _first([f"  no mpp {p.key}: {p.reason}" for p in self.no_mpp])
         est = self.estimate
         cost = "unknown (model not in the price table)" if est.cost_usd is None else f"${est.cost_usd:,.2f}"
         lines.append(
@@ -164,11 +172,26 @@ class DryRunReport(BaseModel):
         lines.append(f"with prompt caching ({est.cache_rule}): {est.total.render()}")
         lines += est.render_tiers()
         lines += [f"  {task}: {costs.render()}" for task, costs in sorted(est.per_task.items())]
+        lines.append(self.cell_line())
+        lines += [f"WARNING: {warning}" for warning in self.warnings]
         if self.pilot is not None:
             lines += self.pilot.render()
         if self.context is not None:
             lines += self.context.render()
         return "\n".join(lines)
+
+    def cell_line(self) -> str:
+        """One line per sweep cell: what an item-run sends and what the cell costs."""
+        est = self.estimate
+        tokens = (est.input_tokens + est.output_tokens) // max(self.n_items * self.runs_per_item, 1)
+        tiers = " / ".join(
+            f"{tier} {'unknown' if usd is None else f'${usd:,.2f}'}" for tier, usd in est.tiers.items()
+        )
+        return (
+            f"cell {self.cell}: {est.images_per_call} image(s) of {est.image_side} px per call, "
+            f"{est.calls_per_item_run} call(s) per item-run, ~{tokens:,} tokens per item-run, "
+            f"expected {tiers or est.total.render()}"
+        )
 
 
 def _first(lines: list[str]) -> list[str]:
@@ -185,15 +208,23 @@ def dry_run(
     runs_per_item: int,
     out_dir: Path | None = None,
     pilot: Path | None = None,
+    cell: str = "",
 ) -> DryRunReport:
     """Check slides and estimate cost; writes out_dir/dry_run.json when out_dir is given. `pilot` is
     the job folder of an earlier run with the same run key, whose finished item-runs forecast the
     full run."""
     check = check_slides(items, wsi_root)
     rows = check.by_key()
-    missing, unreadable, sizes = [], [], {}
+    missing, unreadable, no_mpp, sizes = [], [], [], {}
+    needs_mpp = getattr(agent, "patch_mpp", None) is not None
     for item in items:
         row = rows[item.key]
+        if needs_mpp and row.status == "present" and row.mpp is None:
+            reason = (
+                f"{row.path}: no microns per pixel (openslide.mpp-x), so agent.patch_mpp="
+                f"{getattr(agent, 'patch_mpp', None)} cannot be read from it; the item will fail"
+            )
+            no_mpp.append(SlideProblem(key=item.key, image_path=item.image_path, reason=reason))
         if row.status == "missing":
             missing.append(SlideProblem(key=item.key, image_path=item.image_path, reason=row.reason))
         elif row.status == "unreadable":
@@ -216,7 +247,10 @@ def dry_run(
         estimate=estimate_cost(items, sizes, agent, provider, pricing, runs_per_item),
         pilot=pilot_forecast(pilot, item_runs) if pilot is not None else None,
         context=context_fit(items, agent, provider),
+        cell=cell,
+        no_mpp=no_mpp,
     )
+    report.warnings = request_warnings(report, agent, provider)
     if out_dir is not None:
         write_dry_run(out_dir, report)
     return report
@@ -271,6 +305,8 @@ def estimate_cost(
         image_formula=formula,
         tokens_per_image=per_image,
         calls_per_item_run=plan.calls,
+        images_per_call=plan.images_per_call,
+        image_side=plan.image_side,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         cost_usd=cost,
@@ -284,6 +320,55 @@ def estimate_cost(
         },
         batch_cache=batch_cache,
     )
+
+
+def request_warnings(report: DryRunReport, agent: AgentConfig, provider: ProviderSettings) -> list[str]:
+    """Where one request of the plan exceeds what the provider takes: a hosted API's published limits
+    (its class's `request_limits`), an open-model server's context (the fit table) and its images
+    per prompt, which only the server knows (the run's preflight asks it)."""
+    est, fit = report.estimate, report.context
+    plan = mode_of(agent).plan(agent)
+    images = plan.images_per_call
+    if images <= 1:
+        return []
+    largest = max(_largest_request(report), 1)
+    limits = getattr(provider_class(provider.name), "request_limits", None)
+    out = []
+    if limits is not None:
+        if images > limits.images:
+            out.append(
+                f"{images} images in one request: the {limits.source} takes at most {limits.images}; "
+                "lower agent.patch_count"
+            )
+        if largest > limits.input_tokens:
+            out.append(
+                f"~{largest:,} input tokens in one request: beyond the {limits.source}'s "
+                f"{limits.input_tokens:,}; lower agent.patch_count or agent.patch_size"
+            )
+        megabytes = images * est.image_side**2 * JPEG_BYTES_PER_PIXEL * 4 / 3 / 1e6
+        if megabytes > limits.payload_mb:
+            out.append(
+                f"~{megabytes:,.0f} MB of base64 images in one request: beyond the {limits.source}'s "
+                f"{limits.payload_mb} MB; lower agent.patch_count or agent.patch_size"
+            )
+    if fit is not None:
+        if fit.max_model_len is not None and largest > fit.max_model_len:
+            out.append(
+                f"~{largest:,} tokens in one request: beyond {fit.model}'s context of "
+                f"{fit.max_model_len:,} ({fit.source}); lower agent.patch_count or agent.patch_size"
+            )
+        out.append(
+            f"{images} images in one request: the server must take that many per prompt (vLLM: "
+            f"--limit-mm-per-prompt '{{\"image\": {images}}}'); the run's preflight asks it first"
+        )
+    return out
+
+
+def _largest_request(report: DryRunReport) -> int:
+    """Input tokens of one request of a one-shot plan (the mean over the items: their questions
+    differ by a few hundred tokens, the images by nothing)."""
+    est = report.estimate
+    return est.input_tokens // max(report.n_items * report.runs_per_item * est.calls_per_item_run, 1)
 
 
 def _batch_cache(provider: ProviderSettings, enabled: bool) -> tuple[bool, bool, str]:
@@ -326,13 +411,15 @@ def item_requests(
     requests = []
     for t in range(1, plan.calls + 1):
         first_image = 1 if plan.conversation else t
-        blocks = [Block(0, "user", "text"), Block(0, "user", "image")]
+        blocks = [Block(0, "user", "text"), *[Block(0, "user", "image")] * plan.images_per_call]
         body = [Segment("question", question_tokens), Segment(f"image {first_image}", per_image)]
+        body += [Segment(f"image {first_image}.{j}", per_image) for j in range(2, plan.images_per_call + 1)]
         if plan.conversation:
             for i in range(2, t + 1):
                 blocks += [Block(2 * i - 3, "assistant", "text"), Block(2 * i - 2, "user", "image")]
                 body += [Segment(f"answer {i - 1}", OUTPUT_TOKENS_PER_CALL), Segment(f"image {i}", per_image)]
-        newest = 1 if len(body) == 2 else len(body)  # the system prompt comes first
+        # the system prompt comes first; a one-shot call's newest message is its whole user message
+        newest = 1 if not plan.conversation or len(body) == 2 else len(body)
         marks = breakpoints(blocks, plan.conversation and t < plan.calls)
         marked = [segment._replace(breakpoint=n in marks.blocks) for n, segment in enumerate(body)]
         requests.append(Request((Segment("system", system_tokens, marks.system), *marked), newest))
@@ -362,3 +449,32 @@ def _add(total: Usage, usage: Usage, times: int) -> Usage:
 def _range(model: str, pricing: Pricing, usages: list[Usage]) -> CostRange:
     high, expected, low = (pricing.cost(model, usage) for usage in usages)
     return CostRange(low_usd=low, expected_usd=expected, high_usd=high)
+
+
+def sweep_lines(job_dirs: Sequence[Path]) -> list[str]:
+    """A dry-run sweep's cells at a glance, after every job has priced its own: one line per cell
+    (what an item-run sends, its warnings) and the whole sweep's expected cost per price tier."""
+    reports = [
+        DryRunReport.model_validate_json(path.read_text(encoding="utf-8"))
+        for folder in job_dirs
+        if (path := Path(folder) / DRY_RUN_FILE).is_file()
+    ]
+    if not reports:
+        return []
+    lines = [f"dry-run sweep: {len(reports)} cells priced"]
+    totals: dict[str, float | None] = {}
+    for report in reports:
+        lines.append("  " + report.cell_line())
+        lines += [f"    WARNING: {warning}" for warning in report.warnings]
+        if report.no_mpp:
+            lines.append(
+                f"    {len(report.no_mpp)} item(s) on slides without mpp will fail (see {DRY_RUN_FILE})"
+            )
+        for tier, usd in report.estimate.tiers.items():
+            known = totals.get(tier, 0.0)
+            totals[tier] = None if usd is None or known is None else known + usd
+    shown = " / ".join(
+        f"{tier} {'unknown' if usd is None else f'${usd:,.2f}'}" for tier, usd in totals.items()
+    )
+    lines.append(f"the whole sweep, expected: {shown or 'unknown (models not in the price table)'}")
+    return lines

@@ -376,6 +376,7 @@ def _scored_record(
         "dollars": totals.cost_usd,
         "seconds": seconds,
         "trajectory": rel,
+        "mpps": [region.mpp for region in trajectory.regions],
     }
     cause = trajectory_cause(trajectory)
     if cause is not None:

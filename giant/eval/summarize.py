@@ -26,7 +26,8 @@ from giant.eval.scoring_settings import ScoringSettings
 from giant.eval.voting import majority_vote
 from giant.llm.types import TokenCounts
 from giant.record import SKIPPED, ResultRecord, latest_by_slot
-from giant.record.summary import Bootstrap, Provenance, Summary, Totals
+from giant.record.summary import Bootstrap, Magnification, Provenance, Summary, Totals
+from giant.wsi.magnification import objective_band
 
 _PATH = re.compile(r"(?<![\w<])(?:[A-Za-z]:)?[\w.~-]*[/\\][^\s,;:()'\"]+")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -106,6 +107,7 @@ def summarize(  # noqa: PLR0913  every total of a run goes into its summary
         tie_rule=scoring.tie_rule,
         panda_null_as_zero=scoring.panda_null_as_zero,
         totals=_totals(runs, wall_s, ran, earlier_s + wall_s, gpu),
+        magnification=_magnification(runs),
         provenance=provenance,
         dataset_defects=list(dataset_defects),
     )
@@ -164,6 +166,22 @@ def _bootstrap(
     if not truth:  # nothing scored (all skipped, or stopped before the first item): no estimate
         return Bootstrap(point=0.0, mean=0.0, std=0.0, ci_low=0.0, ci_high=0.0, replicates=0, seed=seed)
     return bootstrap(truth, pred, metric_name, replicates=replicates, seed=seed)
+
+
+def _magnification(runs: list[ResultRecord]) -> Magnification | None:
+    """The images' µm/px over the run's records (None where no record carries them)."""
+    recorded = [mpp for record in runs if record.mpps is not None for mpp in record.mpps]
+    if not any(record.mpps is not None for record in runs):
+        return None
+    known = sorted(mpp for mpp in recorded if mpp is not None)
+    return Magnification(
+        images=len(recorded),
+        unknown=len(recorded) - len(known),
+        finest_mpp=known[0] if known else None,
+        median_mpp=statistics.median(known) if known else None,
+        coarsest_mpp=known[-1] if known else None,
+        by_objective=dict(sorted(Counter(objective_band(mpp) for mpp in known).items())),
+    )
 
 
 def _totals(

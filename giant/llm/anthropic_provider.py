@@ -28,6 +28,7 @@ from giant.llm.config import AnthropicSettings
 from giant.llm.decode import Decoded, decode_step, decode_tool_call, json_objects, step_value
 from giant.llm.image_tokens import anthropic_pixels
 from giant.llm.ledger import Ledger
+from giant.llm.request_limits import ANTHROPIC_LIMITS
 from giant.llm.runtime import count
 from giant.llm.schema import (
     TOOL_ONLY_REASONING,
@@ -64,6 +65,7 @@ UNMARKABLE = ("thinking", "redacted_thinking")  # blocks that cannot carry cache
 class AnthropicProvider(SdkProvider[AnthropicSettings]):
     name = "anthropic"
     image_formula = "anthropic"
+    request_limits = ANTHROPIC_LIMITS  # the dry run checks a joint patch call against them
     image_tokens = staticmethod(anthropic_pixels)
     cache_rule = staticmethod(anthropic_breakpoints)
 

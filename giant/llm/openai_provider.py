@@ -30,6 +30,7 @@ from giant.llm.decode import decode_step, decode_tool_call
 from giant.llm.flex import FLEX, send_flex, tier_of
 from giant.llm.image_tokens import openai_high_detail
 from giant.llm.ledger import Ledger
+from giant.llm.request_limits import OPENAI_LIMITS
 from giant.llm.runtime import count
 from giant.llm.schema import (
     TOOL_ONLY_REASONING,
@@ -64,6 +65,7 @@ ENCRYPTED = "reasoning.encrypted_content"
 class OpenAIProvider(SdkProvider[OpenAISettings]):
     name = "openai"
     image_formula = "openai_high_detail"
+    request_limits = OPENAI_LIMITS  # the dry run checks a joint patch call against them
     image_tokens = staticmethod(openai_high_detail)
     cache_rule = staticmethod(openai_prefix)
     cache_breakpoints = staticmethod(no_breakpoints)  # its requests mark no breakpoint

@@ -57,6 +57,9 @@ class ResultRecord(TokenCounts):
     dollars: float | None = 0.0  # None when the model had no price
     seconds: float = 0.0
     trajectory: str | None = None  # folder relative to the run's output directory
+    # µm/px of each image the model was shown (overview, crops, patches), None where the slide does not
+    # say; None for records written before it was recorded
+    mpps: list[float | None] | None = None
 
     @property
     def slot(self) -> tuple[str, int]:

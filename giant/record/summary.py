@@ -60,6 +60,17 @@ class Provenance(BaseModel):
     dataset_digests: DatasetDigests | None = None
 
 
+class Magnification(BaseModel):
+    """The µm/px of every image the model was shown (giant.wsi.magnification), over the run."""
+
+    images: int  # images with a recorded µm/px field (known or not)
+    unknown: int  # of which on slides that do not say their µm/px
+    finest_mpp: float | None = None
+    median_mpp: float | None = None
+    coarsest_mpp: float | None = None
+    by_objective: dict[str, int] = Field(default_factory=dict)  # "~20x (0.50 µm/px)" -> images
+
+
 class Summary(BaseModel):
     benchmark: str  # dataset name, e.g. tcga or demo_shapes
     metric_name: str  # accuracy | balanced_accuracy
@@ -93,6 +104,7 @@ class Summary(BaseModel):
     tie_rule: str = "lowest_run_index"
     panda_null_as_zero: bool = True
     totals: Totals = Field(default_factory=Totals)
+    magnification: Magnification | None = None  # None: no record says (older records)
     provenance: Provenance
     # Questions of the loaded data that cannot be scored as given (e.g. the 10 tcga_slidebench rows
     # that carry an ExpertVQA question), kept with the result they may distort.

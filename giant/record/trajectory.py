@@ -58,6 +58,21 @@ class Region(BaseModel):
     # Tissue fraction of `read` on the slide's CROP_MASK_SIDE mask (giant.wsi.tissue), recorded while the
     # slide is open; None for the overview, an unreadable mask, and trajectories written before it was.
     tissue_fraction: float | None = None
+    # Microns per pixel of the image as the model saw it (giant.wsi.magnification.shown_mpp); None when
+    # the slide does not say, and in trajectories written before it was recorded.
+    mpp: float | None = None
+
+
+class PatchesPlaced(BaseModel):
+    """How patch mode placed its patches (the boxes themselves are the trajectory's regions)."""
+
+    requested: int  # agent.patch_count
+    sent: int  # patches placed and shown; fewer than requested when the rest did not fit the tissue
+    level0_side: int  # side of each patch's box in level-0 pixels (patch_size at level 0)
+    placement: str  # agent.patch_placement
+    # A thumbnail of the slide for the trajectory page only (never sent to the model), the boxes
+    # drawn on it; None where it could not be made.
+    map: Region | None = None
 
 
 class TrajectoryTotals(TokenCounts):
@@ -94,6 +109,7 @@ class Trajectory(BaseModel):
     # patch mode: each patch's answer text in patch order (None: that patch got no answer); the
     # agent never scores, eval extracts and votes over these with the run's settings
     patch_answers: list[str | None] | None = None
+    patches: PatchesPlaced | None = None  # patch mode: how many patches were asked for and sent
     status: Status = "provider_error"
     reason: str = ""
     restarts: int = 0

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from giant.record.trajectory import Region, Trajectory
 from giant.report.facts import ItemRun
 from giant.wsi import SlideError
+from giant.wsi.magnification import shown_mpp
 from giant.wsi.slide import Slide
 from giant.wsi.tissue import CROP_MASK_SIDE, TissueMask
 
@@ -66,11 +67,11 @@ def crop_regions(traj: Trajectory) -> list[Region]:
 
 
 def seen_mpp(traj: Trajectory, region: Region) -> float | None:
-    """Microns per pixel of the image sent: level-0 microns across the box over its pixels."""
-    if traj.slide_mpp is None:
-        return None
-    side = max(region.output_width, region.output_height)
-    return traj.slide_mpp * max(region.read.w, region.read.h) / side if side else None
+    """Microns per pixel of the image sent: as the episode recorded it, else (a trajectory written
+    before regions recorded it) from the slide's mpp and the box (giant.wsi.magnification)."""
+    if region.mpp is not None:
+        return region.mpp
+    return shown_mpp(traj.slide_mpp, region.read, region.output_width, region.output_height)
 
 
 Slot = tuple[str, int]  # (item key, run index)

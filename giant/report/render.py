@@ -18,6 +18,7 @@ from giant.report import costs, labels, navigation, taxonomy
 from giant.report.facts import ItemRun, JobFacts, gather
 from giant.tools import TOOLS
 from giant.tracking.artifacts import NO_ANSWER
+from giant.wsi.magnification import objective, standard_mpp
 
 ROWS_SHOWN = 2000  # the lists of failed calls and of crops stop here; the counts above them are complete
 EXAMPLES = 3  # item links per taxonomy row
@@ -249,13 +250,21 @@ def _failed_call(failed: taxonomy.FailedCall) -> tuple[Link, int, str, str]:
     return _link(failed.run), failed.call.index, failed.kind, detail
 
 
+# Each magnification band's usual objective beside its µm/px ("0.3–0.6 µm/px (~20x)").
+_BAND_OBJECTIVES = {
+    navigation.band_label(edge, navigation.MPP_BANDS, " µm/px"): f" ({objective(standard_mpp(edge))})"
+    for edge in navigation.MPP_BANDS
+}
+
+
 def _navigation(runs: list[ItemRun], found: list[navigation.Crop]) -> dict[str, Any]:
     known = [c.mpp for c in found if c.mpp is not None]
     return {
         "n_crops": len(found),
         "finest": f"{min(known):.3g}" if known else None,
+        "finest_objective": objective(standard_mpp(min(known))) if known else None,
         "mpp": [
-            (b.label, b.crops, b.items, _share(b.tissue_mean))
+            (f"{b.label}{_BAND_OBJECTIVES.get(b.label, '')}", b.crops, b.items, _share(b.tissue_mean))
             for b in navigation.bands(found, navigation.MPP_BANDS, " µm/px", "mpp")
         ],
         "tissue": [

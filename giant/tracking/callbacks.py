@@ -189,6 +189,10 @@ class MlflowSweepCallback(Callback):
         from giant.interrupt import stopped_by
 
         outcomes = read_outcomes(Path(config.hydra.sweep.dir))
+        if config.get("dry_run"):  # every cell priced: the sweep's table of them
+            from giant.eval.dryrun import sweep_lines
+
+            print("\n".join(sweep_lines([Path(o.output_dir) for o in sorted(outcomes, key=lambda o: o.job)])))
         try:
             self._close_parent(config, outcomes)
         except Exception as exc:  # the exit code below must not depend on the store being reachable

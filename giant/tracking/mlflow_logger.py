@@ -73,6 +73,8 @@ from giant.tracking.names import (
     METRIC_NAME_TAG,
     MODEL_DEVELOPMENT,
     MODEL_TAG,
+    MPP_FINEST_METRIC,
+    MPP_MEDIAN_METRIC,
     N_DATASET_DEFECTS_METRIC,
     N_ITEMS_METRIC,
     N_SCORED_METRIC,
@@ -269,6 +271,9 @@ def summary_metrics(summary: Summary) -> dict[str, float]:
         PER_RUN_MEAN_METRIC: summary.per_run_mean,
         PER_RUN_STD_METRIC: summary.per_run_std,
     }
+    if (seen := summary.magnification) is not None:
+        metrics[MPP_FINEST_METRIC] = seen.finest_mpp
+        metrics[MPP_MEDIAN_METRIC] = seen.median_mpp
     if (per_run := summary.per_run_bootstrap) is not None:  # k > 1: the "x1" row's interval
         metrics[PER_RUN_BOOT_MEAN_METRIC] = per_run.mean
         metrics[PER_RUN_BOOT_STD_METRIC] = per_run.std

@@ -80,6 +80,9 @@ N_SLIDES_MISSING_METRIC: Final = "n_slides_missing"  # item-runs whose slide was
 STEPS_MEAN_METRIC: Final = "steps_mean"
 STEPS_MAX_METRIC: Final = "steps_max"
 CROPS_PER_ITEM_METRIC: Final = "crops_per_item"
+# µm/px of the images the model was shown (summary.json's magnification; 0.25 ~ 40x, 2.0 ~ 5x)
+MPP_FINEST_METRIC: Final = "mpp_finest"
+MPP_MEDIAN_METRIC: Final = "mpp_median"
 TOKENS_INPUT_METRIC: Final = "tokens_input"
 TOKENS_OUTPUT_METRIC: Final = "tokens_output"
 TOKENS_REASONING_METRIC: Final = "tokens_reasoning"

@@ -1,8 +1,10 @@
-"""The paper's published numbers (paper_facts §7), as data, so tables can show them beside ours.
+"""Published numbers (paper_facts §7; GIANT_FACTS §11), as data, so tables can show them beside ours.
 
-Only the ExpertVQA figures of GIANT x5, TITAN and SlideChat are confirmed by the paper's abstract;
-every other figure is as quoted by a third-party reimplementation. `Published.confirmed` records
-which is which, and every rendered comparison carries that caveat.
+Every row names its source (paper, version, arXiv id) in published.yaml beside this module: GIANT v1's
+Table 1 (arXiv 2511.19652v1) and the patch-design study's GPT-5 rows (arXiv 2606.12407). A second
+version of a paper is a second source whose rows reuse the method names: `published_rows_for` then
+gives both, each shown with its own source, with no code change. `Cell.confirmed` marks the figures
+confirmed by an abstract; each source's note says what the rest are.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from giant.agent.modes import find_mode
+from giant.agent.modes.base import SettingValue
 
 TASKS: tuple[str, ...] = ("tcga", "gtex", "panda", "tcga_slidebench", "tcga_expert_vqa")
 TASK_TITLES: dict[str, str] = {
@@ -25,12 +28,8 @@ TASK_TITLES: dict[str, str] = {
     "tcga_expert_vqa": "ExpertVQA",
 }
 PUBLISHED_MODEL = "gpt-5"
+PUBLISHED_FILE = Path(__file__).with_name("published.yaml")
 ABLATIONS_FILE = Path(__file__).with_name("published_tools.yaml")
-CAVEAT = (
-    "Published numbers are GPT-5 (Table 1 of arXiv 2511.19652); only the ExpertVQA figures of GIANT x5, "
-    "TITAN and SlideChat are confirmed by the abstract, the rest are as quoted by a third-party "
-    "reimplementation."
-)
 
 
 class Cell(BaseModel):
@@ -38,7 +37,7 @@ class Cell(BaseModel):
 
     model_config = ConfigDict(frozen=True)
     mean: float
-    std: float | None  # None: the paper quotes no std (Table 3)
+    std: float | None  # None: the paper quotes no std (Table 3, the patch-design study)
     confirmed: bool = False
 
     def text(self) -> str:
@@ -46,43 +45,86 @@ class Cell(BaseModel):
         return f"{self.mean:.1f}{spread}" + ("*" if self.confirmed else "")
 
 
+class Source(BaseModel):
+    """Where published numbers come from: a paper, its version (in the arXiv id) and the table."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    title: str
+    arxiv: str
+    table: str
+    model: str
+    note: str = ""
+
+    @property
+    def cite(self) -> str:
+        """ "GIANT v1, arXiv 2511.19652v1, Table 1" """
+        return f"{self.title}, arXiv {self.arxiv}, {self.table}"
+
+
 class PublishedRow(BaseModel):
     model_config = ConfigDict(frozen=True)
     method: str
     cells: dict[str, Cell]  # task -> cell; a task the paper leaves blank is absent
+    source: Source | None = None  # None: a row built in code (a tool ablation's, which names its own)
 
 
-def _row(
-    method: str, values: list[tuple[float, float] | None], confirmed: tuple[str, ...] = ()
-) -> PublishedRow:
-    cells = {
-        task: Cell(mean=v[0], std=v[1], confirmed=task in confirmed)
-        for task, v in zip(TASKS, values, strict=True)
-        if v is not None
-    }
-    return PublishedRow(method=method, cells=cells)
+class _RowEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    method: str
+    source: str
+    cells: dict[str, float | tuple[float, float]]
+    confirmed: tuple[str, ...] = ()
 
 
-TABLE1: tuple[PublishedRow, ...] = (
-    _row("Thumbnail 1024 px", [(9.2, 1.9), (36.5, 3.4), (12.2, 2.2), (54.8, 3.5), (50.0, 4.4)]),
-    _row("Patch (30 x 224, vote)", [(12.8, 2.1), (43.7, 2.4), (21.3, 2.4), None, None]),
-    _row("GIANT x1 (T=20, S=1000)", [(32.3, 3.5), (53.7, 3.4), (23.2, 2.3), (58.9, 3.5), (57.0, 4.5)]),
-    _row(
-        "GIANT x5 (vote)",
-        [(29.3, 3.3), (60.7, 3.2), (25.4, 2.0), (59.4, 3.4), (62.5, 4.4)],
-        confirmed=("tcga_expert_vqa",),
-    ),
-    _row(
-        "TITAN (zero-shot)",
-        [(88.8, 1.7), (96.3, 1.3), (27.5, 2.3), (39.6, 3.5), (43.8, 4.2)],
-        confirmed=("tcga_expert_vqa",),
-    ),
-    _row(
-        "SlideChat (zero-shot)",
-        [(3.3, 1.2), (5.0, 0.0), (17.0, 0.4), (71.6, 3.3), (37.5, 4.3)],
-        confirmed=("tcga_expert_vqa",),
-    ),
-)
+class _Published(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    sources: dict[str, Source]
+    rows: list[_RowEntry] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _known(self) -> _Published:
+        for row in self.rows:
+            if row.source not in self.sources:
+                raise ValueError(f"published row '{row.method}' names unknown source '{row.source}'")
+            unknown = set(row.cells) - set(TASKS)
+            if unknown:
+                raise ValueError(f"published row '{row.method}' has unknown tasks {sorted(unknown)}")
+        return self
+
+
+@functools.cache
+def sources() -> dict[str, Source]:
+    return _load().sources
+
+
+@functools.cache
+def published_rows() -> tuple[PublishedRow, ...]:
+    """Every published row, in the file's order, each with its source."""
+    data = _load()
+    return tuple(
+        PublishedRow(
+            method=entry.method,
+            source=data.sources[entry.source],
+            cells={
+                task: Cell(
+                    mean=value if isinstance(value, float | int) else value[0],
+                    std=None if isinstance(value, float | int) else value[1],
+                    confirmed=task in entry.confirmed,
+                )
+                for task, value in entry.cells.items()
+            },
+        )
+        for entry in data.rows
+    )
+
+
+def rows_of(source: str) -> tuple[PublishedRow, ...]:
+    return tuple(row for row in published_rows() if row.source == sources()[source])
+
+
+@functools.cache
+def _load() -> _Published:
+    return _Published.model_validate(yaml.safe_load(PUBLISHED_FILE.read_text(encoding="utf-8")))
 
 
 class ToolAblation(BaseModel):
@@ -91,6 +133,8 @@ class ToolAblation(BaseModel):
 
     model_config = ConfigDict(frozen=True, populate_by_name=True)
     tool: str  # the tool's registered name, as agent.tools carries it
+    source: str  # where it is published (a key of published.yaml's sources)
+    table: str  # the table of that source
     base: str
     method: str  # the published row of a run with the tool
     title: str  # the heading of the published table
@@ -101,7 +145,9 @@ class ToolAblation(BaseModel):
     @property
     def row(self) -> PublishedRow:
         return PublishedRow(
-            method=self.method, cells={task: Cell(mean=v, std=None) for task, v in self.with_tool.items()}
+            method=self.method,
+            cells={task: Cell(mean=v, std=None) for task, v in self.with_tool.items()},
+            source=sources()[self.source].model_copy(update={"table": self.table}),
         )
 
 
@@ -113,15 +159,29 @@ def tool_ablations() -> dict[str, ToolAblation]:
 
 
 def published_row_for(
-    agent_mode: str, runs_per_item: int, settings: Mapping[str, int | None], tools: tuple[str, ...] = ()
+    agent_mode: str,
+    runs_per_item: int,
+    settings: Mapping[str, SettingValue],
+    tools: tuple[str, ...] = (),
 ) -> PublishedRow | None:
-    """The published row a run of ours is comparable with, or None when no published run used its
-    configuration. The mode decides (giant.agent.modes: published GIANT runs all use T=20, S=1000;
-    the thumbnail baseline 1024 px; the patch baseline 30 patches of 224 px); `settings` are the
-    run's agent settings by name (max_steps, crop_size, thumbnail_size, ...)."""
+    """The first published row (GIANT v1 before a later version) a run of ours is comparable with."""
+    rows = published_rows_for(agent_mode, runs_per_item, settings, tools)
+    return rows[0] if rows else None
+
+
+def published_rows_for(
+    agent_mode: str,
+    runs_per_item: int,
+    settings: Mapping[str, SettingValue],
+    tools: tuple[str, ...] = (),
+) -> list[PublishedRow]:
+    """The published rows a run of ours is comparable with (every version of the paper that has one),
+    none when no published run used its configuration. The mode decides (giant.agent.modes: published
+    GIANT runs all use T=20, S=1000; the thumbnail baseline 1024 px; the patch baseline 30 patches of
+    224 px); `settings` are the run's agent settings by name (max_steps, crop_size, thumbnail_size, ...)."""
     mode = find_mode(agent_mode)
     method = mode.published_method(runs_per_item, settings) if mode is not None else None
     if tools:  # a run with one tool: the published ablation of that tool on the same Table 1 row
         ablation = tool_ablations().get(tools[0]) if len(tools) == 1 else None
-        return ablation.row if ablation is not None and method == ablation.base else None
-    return next((row for row in TABLE1 if row.method == method), None)
+        return [ablation.row] if ablation is not None and method == ablation.base else []
+    return [row for row in published_rows() if row.method == method]

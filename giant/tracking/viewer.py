@@ -31,8 +31,9 @@ from giant.record import (
     read_trajectory,
     trajectory_dir,
 )
-from giant.record.trajectory import Call, Region, Trajectory
+from giant.record.trajectory import Call, PatchesPlaced, Region, Trajectory
 from giant.tools import TOOLS, ToolRecord
+from giant.wsi.magnification import mpp_text
 
 log = logging.getLogger(__name__)
 
@@ -98,12 +99,13 @@ def _tool_call(record: ToolRecord) -> dict[str, Any]:
     return {"what": shown["summary"], "rows": shown["rows"]}
 
 
-def _figure(region: Region, number: int | None, folder: Path) -> dict[str, Any]:
-    details = f"level {region.level}, {region.output_width}×{region.output_height} px"
+def _figure(region: Region, number: int | None, folder: Path, kind: str = "crop") -> dict[str, Any]:
+    details = f"level {region.level}, {region.output_width}×{region.output_height} px, {mpp_text(region.mpp)}"
     if region.clamped or region.requested != region.read:
         details += f"; requested {region.requested}, clamped to the slide"
     return {
         "number": number,
+        "kind": kind,
         "colour": None if number is None else _colour(number),
         "read": str(region.read),
         "details": details,
@@ -112,13 +114,16 @@ def _figure(region: Region, number: int | None, folder: Path) -> dict[str, Any]:
     }
 
 
-def _overview(overview: Region, crops: list[tuple[int, Region]], folder: Path) -> dict[str, Any]:
-    """The overview and each crop's read box in overview pixels (drawn as SVG over the JPEG)."""
+def _overview(
+    overview: Region, crops: list[tuple[int, Region]], folder: Path, kind: str, heading: str, details: str
+) -> dict[str, Any]:
+    """The overview and each crop's (or patch's) read box in overview pixels (SVG over the JPEG)."""
     width, height = overview.output_width, overview.output_height
     sx, sy = width / max(overview.read.w, 1), height / max(overview.read.h, 1)
     boxes = [
         {
             "number": number,
+            "kind": kind,
             "colour": _colour(number),
             "box": str(region.read),
             "x": (region.read.x - overview.read.x) * sx,
@@ -135,11 +140,13 @@ def _overview(overview: Region, crops: list[tuple[int, Region]], folder: Path) -
         "height": height,
         "font": max(12, round(0.035 * min(width, height))),
         "boxes": boxes,
+        "heading": heading,
+        "details": details,
     }
 
 
 def _call(
-    call: Call, crops: list[tuple[int, Region]], folder: Path, tools: list[ToolRecord]
+    call: Call, crops: list[tuple[int, Region]], folder: Path, tools: list[ToolRecord], kind: str
 ) -> dict[str, Any]:
     return {
         "head": f"Call {call.index}" + (f" (restart {call.attempt})" if call.attempt else ""),
@@ -148,7 +155,9 @@ def _call(
         "error_kind": call.error_kind,
         "decode_note": call.decode_note,  # the reply was usable only after passing over part of it
         "raw": call.raw_text if call.raw_text and (not call.steps or call.decode_note) else None,
-        "figures": [_figure(region, n, folder) for n, region in crops if region.call_index == call.index],
+        "figures": [
+            _figure(region, n, folder, kind) for n, region in crops if region.call_index == call.index
+        ],
         "tools": [_tool_call(tool) for tool in tools if tool.call_index == call.index],
         "feedback": call.feedback,
         "usage": _usage(call.usage),
@@ -169,8 +178,13 @@ def render_html(
     logged to, so the images also load inside MLflow's artifact view."""
     overview = next((r for r in traj.regions if r.call_index == 0), None)
     # Every other region is a numbered crop: the model's zooms, and in random_regions mode the
-    # regions sent with the overview before the first call (call_index 0).
+    # regions sent with the overview before the first call (call_index 0); in patch mode the patches.
     crops = list(enumerate((r for r in traj.regions if r is not overview), start=1))
+    kind, heading = "crop", "Overview and crops"
+    details = "" if overview is None else f"the overview the model saw: {mpp_text(overview.mpp)}"
+    if traj.patches is not None:  # patch mode: no overview was sent; the page's own map shows the patches
+        overview, kind, heading = traj.patches.map, "patch", "Patches on the slide"
+        details = _patches_line(traj.patches)
     t = traj.totals
     tokens = (
         f"input {t.input_tokens}, output {t.output_tokens}, reasoning {t.reasoning_tokens}, "
@@ -187,6 +201,8 @@ def render_html(
             ("mode", f"{traj.mode}, T={traj.max_steps}, S={traj.crop_size}"),
             ("model", f"{traj.provider} / {traj.model}"),
             ("slide", f"{traj.slide_path} ({traj.slide_width}×{traj.slide_height} px at level 0)"),
+            ("level 0", mpp_text(traj.slide_mpp)),
+            *([("patches", _patches_line(traj.patches))] if traj.patches is not None else []),
         ],
         answer=_answer(traj),
         label=label,
@@ -198,10 +214,18 @@ def render_html(
             ("cost", _cost(t.cost_usd)),
             ("time", f"{t.seconds:.1f} s"),
         ],
-        overview=None if overview is None else _overview(overview, crops, folder),
-        with_overview=[_figure(r, n, folder) for n, r in crops if r.call_index == 0],
-        calls=[_call(call, crops, folder, traj.tool_calls) for call in traj.calls],
+        overview=None if overview is None else _overview(overview, crops, folder, kind, heading, details),
+        with_overview=[_figure(r, n, folder, kind) for n, r in crops if r.call_index == 0],
+        calls=[_call(call, crops, folder, traj.tool_calls, kind) for call in traj.calls],
         script=Markup(MLFLOW_IMAGES),  # giant's own fixed script, the page's only one
+    )
+
+
+def _patches_line(patches: PatchesPlaced) -> str:
+    shown = f"{patches.sent} of {patches.requested} patches sent"
+    return (
+        f"{shown}, each {patches.level0_side} level-0 px ({patches.placement} placement); the map is the "
+        f"slide's thumbnail for this page ({mpp_text(patches.map.mpp if patches.map else None)}), never sent"
     )
 
 

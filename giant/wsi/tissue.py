@@ -203,6 +203,36 @@ def sample_boxes(
     return accepted
 
 
+def place_distinct(
+    mask: TissueMask, n: int, side: int, min_tissue: float, rng: np.random.Generator
+) -> list[Box]:
+    """Up to `n` square boxes of `side` that reach `min_tissue` and overlap neither each other nor the
+    slide's edge; fewer (perhaps none) where the tissue has no room for them (a small biopsy at a low
+    magnification). Candidates as `sample_boxes` draws them, ATTEMPTS_PER_BOX per box."""
+    if n < 0 or side < 1 or not 0.0 <= min_tissue <= 1.0:
+        raise ValueError(f"bad placement request n={n}, side {side}, min_tissue={min_tissue}")
+    if side > min(mask.width, mask.height):
+        return []
+    cells = np.argwhere(mask.mask)
+    cell_w, cell_h = mask.width / mask.mask.shape[1], mask.height / mask.mask.shape[0]
+    placed: list[Box] = []
+    for _ in range(ATTEMPTS_PER_BOX * n):
+        if len(placed) == n or not len(cells):
+            break
+        row, col = cells[rng.integers(len(cells))]
+        cx, cy = (col + rng.random()) * cell_w, (row + rng.random()) * cell_h
+        x = int(np.clip(round(cx - side / 2), 0, mask.width - side))
+        y = int(np.clip(round(cy - side / 2), 0, mask.height - side))
+        box = Box(x=x, y=y, w=side, h=side)
+        if all(_apart(box, other) for other in placed) and mask.fraction(box) >= min_tissue:
+            placed.append(box)
+    return placed
+
+
+def _apart(a: Box, b: Box) -> bool:
+    return a.right <= b.x or b.right <= a.x or a.bottom <= b.y or b.bottom <= a.y
+
+
 def otsu_threshold(values: np.ndarray) -> int:
     """Otsu's threshold for 8-bit values: maximises the between-class variance."""
     hist = np.bincount(values.ravel(), minlength=256).astype(np.float64)

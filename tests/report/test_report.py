@@ -202,6 +202,7 @@ def test_unknown_mpp_and_tissue_for_old_trajectories_and_moved_slides(
         data.pop("slide_mpp")
         for region in data["regions"]:
             region.pop("tissue_fraction", None)
+            region.pop("mpp", None)  # written before regions recorded their µm/px, too
         data["slide_path"] = str(tmp_path / "gone" / Path(data["slide_path"]).name)
         path.write_text(json.dumps(data))
     write_report(job)

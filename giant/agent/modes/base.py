@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from giant.agent.episode_state import EpisodeState
 
 C = TypeVar("C", bound=BaseAgentConfig)
+# A logged agent setting as the tables read it back (MLflow params): a count, a size, a µm/px, a choice.
+SettingValue = int | float | str | None
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,7 @@ class CallPlan:
     calls: int  # provider calls
     image_side: int  # long side of every image sent
     conversation: bool  # True: each call resends the conversation so far (its images and replies)
+    images_per_call: int = 1  # images of one call besides the conversation's (patch mode's joint call: N)
 
 
 class Mode(Generic[C]):
@@ -53,12 +56,17 @@ class Mode(Generic[C]):
     def run_name(self, cfg: C, dataset: str) -> str:
         return f"{dataset}-{self.name}-T{cfg.max_steps}-S{cfg.crop_size}"
 
-    def row_detail(self, setting: str, value: int | None) -> str:
+    def row_detail(self, setting: str, value: SettingValue) -> str:
         """How a row label shows one of `row_settings` when it varies within the mode."""
         short = {"max_steps": "T", "crop_size": "S"}.get(setting, setting)
         return f"{short}={value}"
 
-    def published_method(self, runs_per_item: int, settings: Mapping[str, int | None]) -> str | None:
+    def study_cell(self, settings: Mapping[str, SettingValue]) -> bool:
+        """Whether a run with these logged settings is a cell of the patch-design study (arXiv
+        2606.12407), which the tables set beside the study's published rows."""
+        return False
+
+    def published_method(self, runs_per_item: int, settings: Mapping[str, SettingValue]) -> str | None:
         """The Table 1 method (giant.tracking.published) a run with these agent settings reproduces.
         `runs_per_item` is the table record's: 1 for a one-run job and for the per-run mean of a
         k-run job (its "x1" record, giant.tracking.tables.load), k for that job's vote."""
@@ -93,6 +101,7 @@ __all__ = [
     "MODES",
     "CallPlan",
     "Mode",
+    "SettingValue",
     "find_mode",
     "mode_of",
     "modes_with_setting",

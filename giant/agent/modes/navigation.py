@@ -10,7 +10,7 @@ from pydantic import Field
 
 from giant.agent import instructions
 from giant.agent.config import NavigationConfig, NavigationRules
-from giant.agent.modes.base import Mode, register
+from giant.agent.modes.base import Mode, SettingValue, register
 from giant.roles import Method
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class NavigationMode(Mode[N]):
 
         await Navigator(ep, self.rules(ep.cfg), self.system_prompt(ep.cfg, ep.width, ep.height)).run()
 
-    def published_method(self, runs_per_item: int, settings: Mapping[str, int | None]) -> str | None:
+    def published_method(self, runs_per_item: int, settings: Mapping[str, SettingValue]) -> str | None:
         """Every published GIANT run used T=20, S=1000 (one run per item, or a vote over five)."""
         if settings.get("max_steps") != 20 or settings.get("crop_size") != 1000:
             return None

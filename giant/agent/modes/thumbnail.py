@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from giant.agent.config import BaseAgentConfig
-from giant.agent.modes.base import CallPlan, Mode, register
+from giant.agent.modes.base import CallPlan, Mode, SettingValue, register
 from giant.roles import Method
 
 if TYPE_CHECKING:
@@ -38,10 +38,10 @@ class ThumbnailMode(Mode[ThumbnailConfig]):
     def run_name(self, cfg: ThumbnailConfig, dataset: str) -> str:
         return f"{dataset}-thumbnail-{cfg.thumbnail_size}px"
 
-    def row_detail(self, setting: str, value: int | None) -> str:
+    def row_detail(self, setting: str, value: SettingValue) -> str:
         return f"{value} px"
 
-    def published_method(self, runs_per_item: int, settings: Mapping[str, int | None]) -> str | None:
+    def published_method(self, runs_per_item: int, settings: Mapping[str, SettingValue]) -> str | None:
         if runs_per_item == 1 and settings.get("thumbnail_size") == 1024:
             return "Thumbnail 1024 px"
         return None

@@ -21,7 +21,7 @@ def _series_figure(
     for rec in records:
         names = [name for name, _ in rec.row_settings]
         x = rec.settings.get(x_setting)
-        if x is not None and x_setting in names:
+        if isinstance(x, int) and x_setting in names:
             others = tuple(item for item in rec.row_settings if item[0] != x_setting)
             key = (rec.task, rec.agent_mode, rec.runs_per_item, others, rec.model)
             series.setdefault(key, {})[x] = rec

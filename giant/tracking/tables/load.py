@@ -14,6 +14,8 @@ import re
 import mlflow
 from mlflow.entities import Run
 
+from giant.agent.modes import find_mode
+from giant.agent.modes.base import SettingValue
 from giant.errors import ConfigError
 from giant.tracking.names import (
     AGENT_MODE_TAG,
@@ -113,13 +115,30 @@ def _per_run_record(record: RunRecord, metrics: dict[str, float]) -> RunRecord |
     )
 
 
+def _other_row_settings(
+    agent_mode: str, params: dict[str, str], known: dict[str, SettingValue]
+) -> dict[str, SettingValue]:
+    """The mode's row settings that are not whole numbers (patch mode's inference and patch_mpp), as
+    logged; absent where the run predates them (the mode's row_detail names that value)."""
+    mode = find_mode(agent_mode)
+    out: dict[str, SettingValue] = {}
+    for name in mode.row_settings if mode else ():
+        value = params.get(f"agent.{name}")
+        if name not in known and value not in (None, "None"):
+            try:
+                out[name] = float(value)
+            except ValueError:
+                out[name] = value
+    return out
+
+
 def _record(run: Run) -> RunRecord | None:
     tags, metrics = run.data.tags, run.data.metrics
     if tags.get(ROLE_TAG) in SKIP_ROLES or DATASET_TAG not in tags:
         return None
     if BOOT_MEAN_METRIC not in metrics or BOOT_STD_METRIC not in metrics:
         return None
-    settings = {
+    settings: dict[str, SettingValue] = {
         name.removeprefix("agent."): number
         for name, value in run.data.params.items()
         if name.startswith("agent.") and (number := _int_or_none(value)) is not None
@@ -127,6 +146,7 @@ def _record(run: Run) -> RunRecord | None:
     for tag, name in ((MAX_STEPS_TAG, "max_steps"), (CROP_SIZE_TAG, "crop_size")):
         if (number := _int_or_none(tags.get(tag))) is not None:
             settings[name] = number
+    settings.update(_other_row_settings(tags.get(AGENT_MODE_TAG, ""), run.data.params, settings))
     return RunRecord(
         run_id=run.info.run_id,
         task=tags[DATASET_TAG],

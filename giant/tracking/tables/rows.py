@@ -10,6 +10,7 @@ from pathlib import PurePosixPath
 from pydantic import BaseModel, ConfigDict
 
 from giant.agent.modes import find_mode
+from giant.agent.modes.base import SettingValue
 from giant.tracking.published import TASK_TITLES, TASKS
 
 MISSING = "-"
@@ -51,8 +52,9 @@ class RunRecord(BaseModel):
     model: str
     runs_per_item: int = 1
     # The run's integer agent settings by name (MLflow params `agent.<name>`; max_steps and
-    # crop_size also from the T and S tags): what row keys, labels and the published lookup read.
-    settings: dict[str, int] = {}
+    # crop_size also from the T and S tags), and its mode's other row settings (patch mode's
+    # inference, patch_mpp): what row keys, labels and the published lookup read.
+    settings: dict[str, SettingValue] = {}
     tools: tuple[
         str, ...
     ] = ()  # MLflow param agent.tools (registered tool names): a tool makes another method
@@ -80,14 +82,14 @@ class RunRecord(BaseModel):
 
     @property
     def T(self) -> int | None:
-        return self.settings.get("max_steps")
+        return _whole(self.settings.get("max_steps"))
 
     @property
     def S(self) -> int | None:
-        return self.settings.get("crop_size")
+        return _whole(self.settings.get("crop_size"))
 
     @property
-    def row_settings(self) -> tuple[tuple[str, int | None], ...]:
+    def row_settings(self) -> tuple[tuple[str, SettingValue], ...]:
         """The settings that make this run's mode a different method (the mode's `row_settings`;
         none for a mode no longer registered)."""
         mode = find_mode(self.agent_mode)
@@ -100,7 +102,7 @@ class RunRecord(BaseModel):
 
 
 # mode, runs per item, the mode's row settings, model, tools, prompt templates: two wordings are two rows
-RowKey = tuple[str, int, tuple[tuple[str, int | None], ...], str, tuple[str, ...], str]
+RowKey = tuple[str, int, tuple[tuple[str, SettingValue], ...], str, tuple[str, ...], str]
 
 
 INCOMPLETE_MARK = "†"
@@ -174,7 +176,18 @@ def _mode_rank(name: str) -> int:
 def sort_key(key: RowKey) -> tuple[object, ...]:
     """Rows in the paper's order: by the mode's table rank, then its settings, model and tools."""
     mode, k, settings, model, tools, prompts = key
-    return (_mode_rank(mode), mode, k, tuple(value or 0 for _, value in settings), model, tools, prompts)
+    return (_mode_rank(mode), mode, k, tuple(_setting_order(value) for _, value in settings), model, tools, prompts)
+
+
+def _setting_order(value: SettingValue) -> tuple[int, float, str]:
+    """Numbers in order, unknown (None) as 0 among them, then choices by name."""
+    if isinstance(value, str):
+        return (1, 0.0, value)
+    return (0, float(value or 0), "")
+
+
+def _whole(value: SettingValue) -> int | None:
+    return value if isinstance(value, int) else None
 
 
 def latest_per_row_and_task(records: Iterable[RunRecord]) -> tuple[list[RunRecord], int]:
@@ -210,7 +223,7 @@ def _method_label(rec: RunRecord, varying: set[str]) -> str:
 def _varying_by_mode(records: list[RunRecord]) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for mode in {r.agent_mode for r in records}:
-        values: dict[str, set[int | None]] = {}
+        values: dict[str, set[SettingValue]] = {}
         for rec in records:
             if rec.agent_mode == mode:
                 for name, value in rec.row_settings:
