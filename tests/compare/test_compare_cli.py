@@ -67,8 +67,9 @@ def test_two_job_folders(sweep: Sweep, compared: Compared) -> None:
     run = sweep.cli.client().get_run(run_id)
     assert run.data.tags[ROLE_TAG] == "comparison"
     assert run.data.tags[COMPARED_TAG] == ",".join(sweep.run_ids)
-    # both jobs belong to one sweep: the comparison is a child of the sweep's parent run
-    assert run.data.tags[PARENT_TAG] == sweep.sweep_id
+    # both jobs belong to one sweep: the comparison carries its id, as a run of its own (not a child,
+    # which the UI would list among the sweep's jobs)
+    assert run.data.tags["sweep_id"] == sweep.sweep_id and PARENT_TAG not in run.data.tags
     row = _pair_row(out)
     metrics = run.data.metrics
     assert metrics["demo_shapes.A_vs_B.difference"] == pytest.approx(float(row["difference"]))
