@@ -33,7 +33,9 @@ PLOT = "sweep_metric.png"
 TABLES_DIR = "tables"  # under the sweep folder, and the parent run's artifact folder
 MAX_COMMANDS = 8  # compare.py commands printed; the rest are counted
 # As scripts/make_tables.py introduces the cost table
-COST_HEADING = "Cost per item and failed items (no scored answer) per cell, then calls and cost per billing tier:\n"
+COST_HEADING = (
+    "Cost per item and failed items (no scored answer) per cell, then calls and cost per billing tier:\n"
+)
 UI_PORT = "MLFLOW_PORT"  # the port `make ui` serves on (its default: 5000)
 
 

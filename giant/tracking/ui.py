@@ -4,8 +4,8 @@
 refused connection in the browser. Here the store is checked (giant.tracking.store), the UI started
 as a child process, `/health` polled, and only then the addresses printed: each experiment's runs
 table and its newest sweep's view (giant.tracking.view). Starlette's deprecation warning, which every
-worker prints at start-up, is silenced through PYTHONWARNINGS (inherited by the workers; a message filter, since its category
-is a UserWarning).
+worker prints at start-up, is silenced through PYTHONWARNINGS (inherited by the workers; a filter on
+its message, since its category is a UserWarning).
 
 python -m giant.tracking.ui TRACKING_URI ARTIFACT_ROOT HOST PORT
 """
