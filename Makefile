@@ -42,8 +42,9 @@ docs: $(VENV_STAMP) ## build the documentation site into site/ (strict: a broken
 docs-serve: $(VENV_STAMP) ## serve the documentation site on http://127.0.0.1:8000 while you edit it
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve --dev-addr 127.0.0.1:$${DOCS_PORT:-8000}
 
-pictures: $(VENV_STAMP) ## retake the README's two screenshots (docs/images/) with the tests' headless Chromium
-	GIANT_PICTURES=$(CURDIR)/docs/images $(PY) -m pytest -q tests/docs/test_pictures.py
+pictures: $(VENV_STAMP) ## retake the docs' screenshots (docs/images/) with the tests' headless Chromium
+	GIANT_PICTURES=$(CURDIR)/docs/images $(PY) -m pytest -q tests/docs/test_pictures.py \
+		tests/tracking/test_sweep_view_browser.py
 
 bench: $(VENV_STAMP) ## performance measurements (print numbers, assert nothing)
 	$(PY) benchmarks/crop_latency.py

@@ -221,6 +221,22 @@ def _provider_hint(settings: RunSettings, summary: Summary) -> str:
     return ""
 
 
+def wsi_root_setting(settings: RunSettings) -> str:
+    """The setting a user changes to move the slide folder: dataset.wsi_root follows paths.wsi_root
+    unless set apart from it, so a message names the one that was set."""
+    root = settings.dataset.wsi_root
+    return "dataset.wsi_root" if root is not None and root != settings.paths.wsi_root else "paths.wsi_root"
+
+
+def check_data(settings: RunSettings) -> tuple[JobData, dict[str, Located]]:
+    """The job's data as a run checks it before any MLflow run or provider call: the dataset loaded
+    (its CSV read and its rows validated by the dataset's own loader, load_data) and every item's slide
+    looked up (check_slides). A sweep runs the same check for each of its jobs before it starts
+    (giant.sweep_check); a ConfigError names the problem on one line."""
+    data = load_data(settings)
+    return data, check_slides(data, settings)
+
+
 def check_slides(data: JobData, settings: RunSettings) -> dict[str, Located]:
     """Every item's slide, looked up once before the run starts. No slide found at all is a setup
     error (the root is wrong or empty), not 100% failures; some missing is one warning with the count,
@@ -230,7 +246,7 @@ def check_slides(data: JobData, settings: RunSettings) -> dict[str, Located]:
     located = locate_all(data.wsi_root, data.items)
     missing = [problem for problem in located.values() if not isinstance(problem, SlideLocation)]
     if located and len(missing) == len(located):
-        setting = "dataset.wsi_root" if settings.dataset.wsi_root is not None else "paths.wsi_root"
+        setting = wsi_root_setting(settings)
         raise ConfigError(
             f"no slide of this job was found under {setting}={data.wsi_root} ({missing[0]}); "
             f"point {setting} at the slides or fetch them with scripts/fetch_slides.py"

@@ -7,7 +7,7 @@ requeue signal against its time limit), creates the store, the experiment and th
 parallel jobs never race to create the sqlite schema), and writes the parent's id into the sweep
 directory, where each job (any launcher, any process or node) finds it. `on_multirun_end`, also in
 the launching process, reads the jobs' outcomes (giant.outcomes), closes the parent with the jobs'
-aggregate status, lists the jobs that did not complete in one line and exits with the highest of
+aggregate status, lists the jobs that did not complete (one line per cause) and exits with the highest of
 their codes.
 """
 
@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from giant.config import PathSettings, RunSettings, TrackingSettings
 from giant.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, ConfigError, exit_with
-from giant.outcomes import JobOutcome, clear_outcomes, exit_code, failure_line, read_outcomes
+from giant.outcomes import JobOutcome, clear_outcomes, exit_code, failure_lines, read_outcomes
 from giant.secrets import scrub, secret_values
 from giant.tracking.names import (
     AGENT_MODE_TAG,
@@ -201,7 +201,7 @@ class MlflowSweepCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """Closes the parent run, then makes the script's exit code the highest of the jobs' (with one
-        line naming the jobs that did not complete): runs with tracking on or off."""
+        line per cause naming the jobs that did not complete): runs with tracking on or off."""
         from giant.interrupt import stopped_by
 
         outcomes = read_outcomes(Path(config.hydra.sweep.dir))
@@ -212,8 +212,7 @@ class MlflowSweepCallback(Callback):
         else:
             if result:
                 print("\n".join(["", *result]))
-        line = failure_line(outcomes)
-        if line is not None:
+        for line in failure_lines(outcomes):
             print(f"run_eval: {line}", file=sys.stderr)
         reason = stopped_by()  # this process got SIGTERM and its jobs (joblib) stopped cleanly
         code = max(exit_code(outcomes), STOP_CODES.get(reason, EXIT_TERMINATED) if reason else EXIT_OK)
