@@ -286,9 +286,19 @@ def _dry_run(settings: RunSettings, data: JobData, out_dir: Path) -> None:
         runs_per_item=settings.run.runs_per_item,
         out_dir=out_dir,
         pilot=Path(pilot.out_dir) if pilot else None,
+        concurrency=settings.run.concurrency,
     )
     print(report.render())
     print(f"dry run report: {JobLayout(out_dir).dry_run}")
+    if report.missing or report.unreadable:  # the run itself would leave these items unmeasured
+        unusable = len(report.missing) + len(report.unreadable)
+        slides = f"{len(report.missing)} missing, {len(report.unreadable)} unreadable"
+        raise RunStopped(
+            f"dry run: {unusable} of {report.n_items} items have no usable slide ({slides}) under "
+            f"{wsi_root_setting(settings)}={data.wsi_root}; fetch them with scripts/fetch_slides.py or "
+            "point the setting at them",
+            EXIT_INCOMPLETE,
+        )
 
 
 def _start_tracking(

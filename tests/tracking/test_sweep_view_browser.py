@@ -185,6 +185,9 @@ def test_the_sweep_view_opens_on_its_jobs(browser: Any, ui: Ui, sweep: Sweep, tm
         page = opened.page
         page.get_by_text(f"{len(TASKS) * len(STEPS)} matching runs").wait_for(timeout=120_000)
         _close_assistant(page)
+        # the grid lays itself out again once the panel is gone: wait for its last view column
+        page.locator("[role=columnheader]", has_text="steps_mean").first.wait_for(timeout=60_000)
+        page.get_by_text(f"{TASKS[0]}-giant-T{STEPS[0]}-S1000").first.wait_for(timeout=60_000)
         headers = page.evaluate(HEADERS)
         body = page.inner_text("body")
         screenshot(page, shots(tmp_path) / "mlflow_sweep_table.png")
