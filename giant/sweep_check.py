@@ -65,7 +65,9 @@ def sweep_problems(jobs: list[tuple[list[str], RunSettings | ConfigError]]) -> l
 
     lines = []
     for problem, numbers in problems.items():
-        if len(numbers) == len(jobs):
+        if len(numbers) == 1:  # as the settings check has always named one job
+            lines.append(f"{problem} (sweep job: {' '.join(jobs[numbers[0]][0])})")
+        elif len(numbers) == len(jobs):
             lines.append(f"{problem} (every one of the {len(jobs)} sweep jobs)")
         else:
             which = ", ".join(named(n) for n in numbers)
