@@ -203,7 +203,7 @@ def main(argv: list[str]) -> int:
         print(f"0 calls: no ledger at {argv[0]} yet (no paid call has been made with this cache folder)")
         return 0
     if not Path(argv[0]).is_dir():
-        print(f"ledger: {argv[0]} is not a folder; pass the ledger folder (.cache/giant/ledger)", file=sys.stderr)
+        print(f"ledger: {argv[0]} is not a folder; pass the ledger folder", file=sys.stderr)
         return 2
     s = stats(Path(argv[0]))
     print(f"{s.calls} calls (${s.dollars:.4f} when paid), {s.images} images, {s.bytes / 1e6:.1f} MB")
