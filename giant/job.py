@@ -392,5 +392,5 @@ def _report(settings: RunSettings, summary: Summary, out_dir: Path, run_id: str 
     done = "" if summary.complete else " INCOMPLETE"
     print(
         f"{head} {summary.metric_name} {summary.metric.point:.3f} ± {summary.metric.std:.3f} "
-        f"(n={summary.n_items}{missing}, {dollars}){done} -> {out_dir}{where}"
+        f"(point estimate ± bootstrap std; n={summary.n_items}{missing}, {dollars}){done} -> {out_dir}{where}"
     )

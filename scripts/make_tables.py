@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("mlflow").setLevel(logging.WARNING)  # its INFO lines would bury the table
 
     from giant.errors import ConfigError
-    from giant.tracking.sweep_result import COST_HEADING
+    from giant.tracking.sweep_result import COST_HEADING, TABLE_HEADING
     from giant.tracking.tables import cost_markdown, load_runs, log_report, to_markdown, write_report
 
     mlflow.set_tracking_uri(args.tracking_uri)
@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"make_tables: cannot search runs: {str(err).splitlines()[0]}", file=sys.stderr)
         return 1
     report = write_report(records, args.out, published=args.published)
+    print(TABLE_HEADING)
     print(to_markdown(report.table))
     print(COST_HEADING)
     print(cost_markdown(report.table))

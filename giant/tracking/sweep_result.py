@@ -32,7 +32,12 @@ if TYPE_CHECKING:
 PLOT = "sweep_metric.png"
 TABLES_DIR = "tables"  # under the sweep folder, and the parent run's artifact folder
 MAX_COMMANDS = 8  # compare.py commands printed; the rest are counted
-# As scripts/make_tables.py introduces the cost table
+# As scripts/make_tables.py introduces its tables: which number a cell is (the job line, the plot and
+# MLflow's `metric` give the point estimate; the tables the paper's statistic, to sit beside it)
+TABLE_HEADING = (
+    "Each cell: the bootstrap mean ± std over items (%), the paper's statistic; the job lines, the plot "
+    "and MLflow's `metric` give the point estimate.\n"
+)
 COST_HEADING = (
     "Cost per item and failed items (no scored answer) per cell, then calls and cost per billing tier:\n"
 )
@@ -127,7 +132,7 @@ def finish_sweep(
         lines.append(f"no table: {err}")
         files: list[Path] = []
     else:
-        lines += [to_markdown(report.table), COST_HEADING, cost_markdown(report.table)]
+        lines += [TABLE_HEADING, to_markdown(report.table), COST_HEADING, cost_markdown(report.table)]
         files = list(report.files)
     out.mkdir(parents=True, exist_ok=True)
     plot = sweep_plot(jobs, swept, out / PLOT)
