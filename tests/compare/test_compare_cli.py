@@ -92,6 +92,19 @@ def test_run_ids_read_the_trajectories_from_mlflow(sweep: Sweep, tmp_path: Path)
         moved.rename(sweep.folder)
 
 
+@pytest.mark.slow
+def test_a_second_comparison_into_the_same_folder_replaces_the_first(sweep: Sweep, tmp_path: Path) -> None:
+    """Its flipped items' trajectories are this comparison's only, and it says it replaced one."""
+    out = tmp_path / "cmp"
+    stale = out / "trajectories" / "Z" / "old_item"
+    stale.mkdir(parents=True)
+    (out / "comparison.md").write_text("an earlier comparison\n")
+    proc = _compare(sweep, out, *map(str, sweep.jobs), "--no-log")
+    assert f"replaced the comparison that was in {out}" in proc.stdout
+    assert not stale.exists()
+    _check_numbers(sweep, out)
+
+
 def sweep_with(sweep: Sweep, moved: Path) -> Sweep:
     jobs = [moved / job.relative_to(sweep.folder) for job in sweep.jobs]
     return Sweep(sweep.cli, moved, sweep.sweep_id, jobs, sweep.run_ids)
