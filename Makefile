@@ -42,8 +42,9 @@ docs: $(VENV_STAMP) ## build the documentation site into site/ (strict: a broken
 docs-serve: $(VENV_STAMP) ## serve the documentation site on http://127.0.0.1:8000 while you edit it
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve --dev-addr 127.0.0.1:$${DOCS_PORT:-8000}
 
-pictures: $(VENV_STAMP) ## retake the README's two screenshots (docs/images/) with the tests' headless Chromium
-	GIANT_PICTURES=$(CURDIR)/docs/images $(PY) -m pytest -q tests/docs/test_pictures.py
+pictures: $(VENV_STAMP) ## retake the docs' screenshots (docs/images/) with the tests' headless Chromium
+	GIANT_PICTURES=$(CURDIR)/docs/images $(PY) -m pytest -q tests/docs/test_pictures.py \
+		tests/tracking/test_sweep_view_browser.py
 
 bench: $(VENV_STAMP) ## performance measurements (print numbers, assert nothing)
 	$(PY) benchmarks/crop_latency.py
@@ -57,20 +58,17 @@ bench: $(VENV_STAMP) ## performance measurements (print numbers, assert nothing)
 	$(PY) benchmarks/conch_latency.py
 	$(PY) benchmarks/report_memory.py
 
-demo: $(VENV_STAMP) ## synthetic slides, random provider, a real sweep into MLflow, a results table
+demo: $(VENV_STAMP) ## synthetic slides, random provider, a real sweep into MLflow; it ends with its table and plot
 	@dir=multirun/demo/$$(date +%Y-%m-%d_%H-%M-%S); \
 	$(PY) scripts/run_eval.py -m provider=random dataset=demo dataset.benchmark=demo_shapes,demo_count agent=giant,paper agent.max_steps=1,5 \
 		hydra.sweep.dir=$$dir && \
 	sweep=$$($(PY) -c "import json,sys; print(json.load(open(sys.argv[1]))['parent_run_id'])" $$dir/mlflow_sweep.json) && \
-	$(PY) scripts/make_tables.py --sweep-id $$sweep --no-log --out $$dir/tables && \
 	echo "" && echo "Outputs: $$dir   MLflow sweep run: $$sweep" && \
-	echo "Open the MLflow UI with: make ui   (it prints the address of each experiment's runs table)"
+	echo "Open the MLflow UI with: make ui   (it prints the address of the sweep's view once the UI answers)"
 
-ui: $(VENV_STAMP) ## MLflow UI on 127.0.0.1 against the default store
-	@$(PY) -m giant.tracking.store $${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/mlruns/mlflow.db} \
-		http://127.0.0.1:$${MLFLOW_PORT:-5000}
-	$(PY) -m mlflow ui --backend-store-uri $${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/mlruns/mlflow.db} \
-		--default-artifact-root $(CURDIR)/mlruns/artifacts --host 127.0.0.1 --port $${MLFLOW_PORT:-5000}
+ui: $(VENV_STAMP) ## MLflow UI on 127.0.0.1 against the default store; prints its addresses once it answers
+	@$(PY) -m giant.tracking.ui $${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/mlruns/mlflow.db} \
+		$(CURDIR)/mlruns/artifacts 127.0.0.1 $${MLFLOW_PORT:-5000}
 
 tables: $(VENV_STAMP) ## rebuild the paper's tables and plots from logged runs (TABLES_ARGS="--published ...")
 	$(PY) scripts/make_tables.py $(TABLES_ARGS)

@@ -208,8 +208,10 @@ class RunSettings(_Strict):
         # a task file's slides are checked row by row (giant.data.custom), absolute paths need no root
         checked_root = ds.source != "custom"
         if checked_root and ds.wsi_root is not None and not ds.wsi_root.is_dir() and not self.run.dry_run:
+            # dataset.wsi_root follows paths.wsi_root: name the one the user set
+            name = "paths.wsi_root" if ds.wsi_root == self.paths.wsi_root else "dataset.wsi_root"
             raise ConfigError(
-                f"dataset.wsi_root={ds.wsi_root}: folder not found; set paths.wsi_root=... or GIANT_WSI_ROOT "
+                f"{name}={ds.wsi_root}: folder not found; set paths.wsi_root=... or GIANT_WSI_ROOT "
                 "(dry_run=true lists what is missing)"
             )
         if ds.source == "demo" and ds.csv_path is not None and ds.wsi_root is None:

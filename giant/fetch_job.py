@@ -39,6 +39,26 @@ class FetchOptions(BaseModel):
 def fetch_job(cfg: DictConfig) -> int:
     """Fetch (or with check=true only check) the slides of the configured items; the exit code is 0
     only when every requested slide is present and verified (readable, for the check)."""
+    made = _new_root(cfg)
+    try:
+        return _fetch(cfg)
+    except BaseException:  # a fetch that failed before writing a slide leaves no empty slide folder
+        if made is not None and made.is_dir() and not any(made.iterdir()):
+            made.rmdir()
+        raise
+
+
+def _new_root(cfg: DictConfig) -> Path | None:
+    """The slide folder, when it does not exist yet (the fetch creates it)."""
+    data = resolve(cfg)
+    dataset, paths = data.get("dataset"), data.get("paths")
+    root = (dataset.get("wsi_root") if isinstance(dataset, dict) else None) or (
+        paths.get("wsi_root") if isinstance(paths, dict) else None
+    )
+    return None if root is None or Path(str(root)).exists() else Path(str(root))
+
+
+def _fetch(cfg: DictConfig) -> int:
     options, settings = _settings(cfg)
     data = load_data(settings)
     if options.check:

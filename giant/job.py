@@ -269,6 +269,22 @@ def _provider_hint(settings: RunSettings, summary: Summary) -> str:
     return ""
 
 
+def wsi_root_setting(settings: RunSettings) -> str:
+    """The setting a user changes to move the slide folder: dataset.wsi_root follows paths.wsi_root
+    unless set apart from it, so a message names the one that was set."""
+    root = settings.dataset.wsi_root
+    return "dataset.wsi_root" if root is not None and root != settings.paths.wsi_root else "paths.wsi_root"
+
+
+def check_data(settings: RunSettings) -> tuple[JobData, dict[str, Located]]:
+    """The job's data as a run checks it before any MLflow run or provider call: the dataset loaded
+    (its CSV read and its rows validated by the dataset's own loader, load_data) and every item's slide
+    looked up (check_slides). A sweep runs the same check for each of its jobs before it starts
+    (giant.sweep_check); a ConfigError names the problem on one line."""
+    data = load_data(settings)
+    return data, check_slides(data, settings)
+
+
 def check_slides(data: JobData, settings: RunSettings) -> dict[str, Located]:
     """Every item's slide, looked up once before the run starts. No slide found at all is a setup
     error (the root is wrong or empty), not 100% failures; some missing is one warning with the count,
@@ -278,7 +294,7 @@ def check_slides(data: JobData, settings: RunSettings) -> dict[str, Located]:
     located = locate_all(data.wsi_root, data.items)
     missing = [problem for problem in located.values() if not isinstance(problem, SlideLocation)]
     if located and len(missing) == len(located):
-        setting = "dataset.wsi_root" if settings.dataset.wsi_root is not None else "paths.wsi_root"
+        setting = wsi_root_setting(settings)
         raise ConfigError(
             f"no slide of this job was found under {setting}={data.wsi_root} ({missing[0]}); "
             f"point {setting} at the slides or fetch them with scripts/fetch_slides.py"
@@ -321,9 +337,19 @@ def _dry_run(settings: RunSettings, data: JobData, out_dir: Path) -> None:
         out_dir=out_dir,
         pilot=Path(pilot.out_dir) if pilot else None,
         cell=f"{mode_of(agent).run_name(agent, settings.dataset.name)} ({settings.provider.model})",
+        concurrency=settings.run.concurrency,
     )
     print(report.render())
     print(f"dry run report: {JobLayout(out_dir).dry_run}")
+    if report.missing or report.unreadable:  # the run itself would leave these items unmeasured
+        unusable = len(report.missing) + len(report.unreadable)
+        slides = f"{len(report.missing)} missing, {len(report.unreadable)} unreadable"
+        raise RunStopped(
+            f"dry run: {unusable} of {report.n_items} items have no usable slide ({slides}) under "
+            f"{wsi_root_setting(settings)}={data.wsi_root}; fetch them with scripts/fetch_slides.py or "
+            "point the setting at them",
+            EXIT_INCOMPLETE,
+        )
 
 
 def _start_tracking(
@@ -421,5 +447,5 @@ def _report(settings: RunSettings, summary: Summary, out_dir: Path, run_id: str 
     done = "" if summary.complete else " INCOMPLETE"
     print(
         f"{head} {summary.metric_name} {summary.metric.point:.3f} ± {summary.metric.std:.3f} "
-        f"(n={summary.n_items}{missing}, {dollars}){done} -> {out_dir}{where}"
+        f"(point estimate ± bootstrap std; n={summary.n_items}{missing}, {dollars}){done} -> {out_dir}{where}"
     )

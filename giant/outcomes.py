@@ -4,7 +4,7 @@ A job of a sweep that stops on purpose (a config error, a run that could not be 
 interrupt) must not end the whole sweep, and Hydra's launchers carry no exit code back from a job
 (joblib's workers and SLURM's nodes are other processes). So each job writes its outcome to
 `<sweep dir>/outcomes/<job number>.json`, and the launching process reads them all when the sweep
-ends (giant.tracking.callbacks): one line lists the jobs that did not complete, the script exits
+ends (giant.tracking.callbacks): one line per cause lists the jobs that did not complete, the script exits
 with the highest code, and the sweep's MLflow parent run counts jobs that never opened a run.
 """
 
@@ -86,17 +86,22 @@ def exit_code(outcomes: list[JobOutcome]) -> int:
     return max((outcome.code for outcome in outcomes), default=EXIT_OK)
 
 
-def failure_line(outcomes: list[JobOutcome]) -> str | None:
-    """One line naming every job that did not complete, except the interrupted ones (each printed how
-    to resume when it stopped); None when there is none. A job is shown by the overrides that set
-    it apart from the sweep's other jobs."""
+def failure_lines(outcomes: list[JobOutcome]) -> list[str]:
+    """One line per distinct cause (exit code and message) of the jobs that did not complete, naming
+    the jobs it stopped, except the interrupted ones (each printed how to resume when it stopped):
+    six jobs failing on one missing file are one line, not six. A job is shown by the overrides that
+    set it apart from the sweep's other jobs."""
     failed = [o for o in outcomes if o.code != EXIT_OK and o.status != "interrupted"]
-    if not failed:
-        return None
     shared = set.intersection(*(set(o.overrides) for o in outcomes)) if len(outcomes) > 1 else set()
-    jobs = "; ".join(
-        f"#{o.job} {' '.join(x for x in o.overrides if x not in shared) or '(no overrides)'} "
-        f"(exit {o.code}: {o.message})"
-        for o in failed
-    )
-    return f"{len(failed)} of {len(outcomes)} sweep jobs did not complete: {jobs}"
+    causes: dict[tuple[int, str], list[JobOutcome]] = {}
+    for outcome in failed:
+        causes.setdefault((outcome.code, outcome.message), []).append(outcome)
+    lines = []
+    for (code, message), jobs in causes.items():
+        named = ", ".join(
+            f"#{o.job} {' '.join(x for x in o.overrides if x not in shared) or '(no overrides)'}"
+            for o in jobs
+        )
+        count = f"{len(jobs)} of {len(outcomes)} sweep jobs"
+        lines.append(f"{count} did not complete: {named} (exit {code}: {message})")
+    return lines

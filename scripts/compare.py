@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.replicates < 1:
         exit_with(PROG, f"--replicates={args.replicates}: must be at least 1")
     needs_store = not args.no_log or args.sweep_id or any(RUN_ID.fullmatch(r) for r in args.runs)
+    replaced = (args.out / "comparison.md").is_file()
     try:
         tracking = shipped(
             TrackingSettings, enabled=bool(needs_store), uri=args.tracking_uri, experiment=args.experiment
@@ -69,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     for line in outcome.comparison.warnings:
         print(f"{PROG}: {line}", file=sys.stderr)
     print((args.out / "comparison.md").read_text(encoding="utf-8"))
+    if replaced:
+        print(f"(replaced the comparison that was in {args.out}; --out DIR keeps each in its own folder)")
     print(f"copied {outcome.trajectories} trajectory folder(s) of flipped items")
     if outcome.run_id:
         print(f"logged as MLflow run {outcome.run_id} (giant.role=comparison)")

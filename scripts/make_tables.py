@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("mlflow").setLevel(logging.WARNING)  # its INFO lines would bury the table
 
     from giant.errors import ConfigError
+    from giant.tracking.sweep_result import COST_HEADING, TABLE_HEADING
     from giant.tracking.tables import cost_markdown, load_runs, log_report, to_markdown, write_report
 
     mlflow.set_tracking_uri(args.tracking_uri)
@@ -77,10 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     report = write_report(records, args.out, published=args.published)
     for line in report.table.version_warnings:
         print(f"make_tables: {line}", file=sys.stderr)
+    print(TABLE_HEADING)
     print(to_markdown(report.table))
-    print(
-        "Cost per item and failed items (no scored answer) per cell, then calls and cost per billing tier:\n"
-    )
+    print(COST_HEADING)
     print(cost_markdown(report.table))
     if report.table.superseded:
         print(f"({report.table.superseded} older run(s) of the same row and task replaced by the newest)")

@@ -3,6 +3,7 @@ scripts/compare.py parses the command line and calls `compare`."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -13,6 +14,7 @@ from giant.compare.render import flips_csv, to_csv, to_html, to_latex, to_markdo
 from giant.compare.sources import RunData, load_run, sweep_run_ids
 from giant.config import TrackingSettings
 from giant.errors import ConfigError
+from giant.record import TRAJECTORIES_DIR
 
 FILES = {
     "comparison.md": to_markdown,
@@ -54,6 +56,9 @@ def compare(
     runs: list[RunData] = [load_run(where, tracking) for where in wanted]
     comparison = compare_runs(runs, replicates=replicates, seed=seed)
     out_dir.mkdir(parents=True, exist_ok=True)
+    # A comparison written here before is replaced whole: its flipped items' trajectories would
+    # otherwise sit beside this one's (the other files are overwritten by name).
+    shutil.rmtree(out_dir / TRAJECTORIES_DIR, ignore_errors=True)
     copied = attach_trajectories(comparison, runs, out_dir)
     files = []
     for name, render in FILES.items():

@@ -1,12 +1,11 @@
 """The comparison as an MLflow run tagged giant.role=comparison: its files (and the flipped items'
 trajectory pages) as artifacts, the compared runs named in tags, and, when every compared run belongs
-to one sweep, a child of that sweep's parent run so the UI shows it beside the jobs it compares."""
+to one sweep, that sweep's id as a tag: a run of its own, not a child of the sweep's parent run (the UI
+would list it among the sweep's jobs)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import mlflow
 
 from giant.compare.pairs import Comparison
 from giant.compare.sources import RunData
@@ -16,23 +15,11 @@ from giant.tracking.names import (
     COMPARED_TAG,
     COMPARISON_ROLE,
     DATASET_TAG,
-    PARENT_TAG,
     ROLE_TAG,
     SWEEP_ID_TAG,
-    SWEEP_ROLE,
-    tag_filter,
 )
 
 ARTIFACT_DIR = "comparison"
-
-
-def _sweep_parent(client: mlflow.MlflowClient, experiment_id: str, sweep_id: str) -> str | None:
-    runs = client.search_runs(
-        [experiment_id],
-        f"{tag_filter(SWEEP_ID_TAG, sweep_id)} and {tag_filter(ROLE_TAG, SWEEP_ROLE)}",
-        max_results=1,
-    )
-    return runs[0].info.run_id if runs else None
 
 
 def pair_metrics(comparison: Comparison) -> dict[str, float]:
@@ -69,8 +56,6 @@ def log_comparison(
     sweeps = {run.sweep_id for run in runs}
     if len(sweeps) == 1 and (sweep_id := sweeps.pop()):
         tags[SWEEP_ID_TAG] = sweep_id
-        if (parent := _sweep_parent(client, experiment_id, sweep_id)) is not None:
-            tags[PARENT_TAG] = parent
     run = client.create_run(experiment_id, run_name="comparison", tags=tags)
     run_id = run.info.run_id
     for name, value in pair_metrics(comparison).items():

@@ -42,6 +42,7 @@ from giant.data.check import SlideRow, check_slides, first_lines
 from giant.data.slides import layout_counts
 from giant.eval.context_fit import ContextFit, context_fit, image_rule
 from giant.eval.forecast import PilotForecast, pilot_forecast
+from giant.eval.timing import TimeEstimate, estimate_time
 from giant.llm.caching import (
     Block,
     BreakpointRule,
@@ -140,6 +141,7 @@ class DryRunReport(BaseModel):
     # Slides the run cannot read at its magnification (agent.patch_mpp set, the slide has no mpp).
     no_mpp: list[SlideProblem] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)  # requests beyond a provider's published limits
+    time: TimeEstimate | None = None  # wall time per tier; GPU-hours of a self-hosted model
 
     def render(self) -> str:
         """The lines the CLI prints."""
@@ -163,15 +165,24 @@ class DryRunReport(BaseModel):
         )
         lines += _first([f"  no mpp {p.key}: {p.reason}" for p in self.no_mpp])
         est = self.estimate
-        cost = "unknown (model not in the price table)" if est.cost_usd is None else f"${est.cost_usd:,.2f}"
+        gpu = self.time.gpu if self.time is not None else None
+        unknown = (
+            "no token price (a self-hosted model costs its GPU time, below)"
+            if gpu is not None
+            else "unknown (model not in the price table)"
+        )
+        cost = unknown if est.cost_usd is None else f"${est.cost_usd:,.2f}"
         lines.append(
             f"estimate for {est.model}: {est.input_tokens:,} input + {est.output_tokens:,} output tokens, "
             f"{cost} for all {self.n_items} items ({est.calls_per_item_run} calls per item-run, "
             f"{est.tokens_per_image} tokens per image, no prompt caching; an upper bound)"
         )
-        lines.append(f"with prompt caching ({est.cache_rule}): {est.total.render()}")
-        lines += est.render_tiers()
-        lines += [f"  {task}: {costs.render()}" for task, costs in sorted(est.per_task.items())]
+        if gpu is None or est.cost_usd is not None:
+            lines.append(f"with prompt caching ({est.cache_rule}): {est.total.render()}")
+            lines += est.render_tiers()
+            lines += [f"  {task}: {costs.render()}" for task, costs in sorted(est.per_task.items())]
+        if self.time is not None:
+            lines += self.time.render()
         lines.append(self.cell_line())
         lines += [f"WARNING: {warning}" for warning in self.warnings]
         if self.pilot is not None:
@@ -209,6 +220,7 @@ def dry_run(
     out_dir: Path | None = None,
     pilot: Path | None = None,
     cell: str = "",
+    concurrency: int = 1,
 ) -> DryRunReport:
     """Check slides and estimate cost; writes out_dir/dry_run.json when out_dir is given. `pilot` is
     the job folder of an earlier run with the same run key, whose finished item-runs forecast the
@@ -234,6 +246,8 @@ def dry_run(
             sizes[item.key] = (row.width, row.height)
     items_per_task = dict(Counter(item.benchmark for item in items))
     item_runs = {task: n * runs_per_item for task, n in items_per_task.items()}
+    # The estimate covers every item: it is what the run costs once the slides are in place.
+    estimate = estimate_cost(items, sizes, agent, provider, pricing, runs_per_item)
     report = DryRunReport(
         n_items=len(items),
         items_per_task=items_per_task,
@@ -243,12 +257,19 @@ def dry_run(
         unreadable=unreadable,
         layouts=layout_counts(row.layout for row in check.slides if row.layout),
         slides=check.slides,
-        # The estimate covers every item: it is what the run costs once the slides are in place.
-        estimate=estimate_cost(items, sizes, agent, provider, pricing, runs_per_item),
+        estimate=estimate,
         pilot=pilot_forecast(pilot, item_runs) if pilot is not None else None,
         context=context_fit(items, agent, provider),
         cell=cell,
         no_mpp=no_mpp,
+        time=estimate_time(
+            item_runs=len(items) * runs_per_item,
+            calls_per_item_run=estimate.calls_per_item_run,
+            input_tokens=estimate.input_tokens,
+            concurrency=concurrency,
+            provider=provider,
+            tiers=list(estimate.tiers),
+        ),
     )
     report.warnings = request_warnings(report, agent, provider)
     if out_dir is not None:

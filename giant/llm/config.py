@@ -254,6 +254,10 @@ class OpenAICompatibleSettings(SdkSettings):
     gpus: Operational[int] = Field(
         ge=1, description="GPUs the server runs on (vllm serve --tensor-parallel-size N: gpus=N)."
     )
+    # The dry run's clock for a self-hosted model (giant.eval.timing): wall time, GPU-hours, dollars.
+    tokens_per_s: Operational[float | None] = Field(
+        gt=0, description="Output tokens per second of one request on the server, for the dry run's time."
+    )
 
     @field_validator("json_schema", mode="before")
     @classmethod

@@ -196,8 +196,14 @@ def stats(root: Path) -> LedgerStats:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or not Path(argv[0]).is_dir():
+    if len(argv) != 1:
         print("usage: python -m giant.llm.ledger LEDGER_DIR (e.g. .cache/giant/ledger)", file=sys.stderr)
+        return 2
+    if not Path(argv[0]).exists():  # created by the first paid call
+        print(f"0 calls: no ledger at {argv[0]} yet (no paid call has been made with this cache folder)")
+        return 0
+    if not Path(argv[0]).is_dir():
+        print(f"ledger: {argv[0]} is not a folder; pass the ledger folder", file=sys.stderr)
         return 2
     s = stats(Path(argv[0]))
     print(f"{s.calls} calls (${s.dollars:.4f} when paid), {s.images} images, {s.bytes / 1e6:.1f} MB")

@@ -25,9 +25,14 @@ def stable_rng(*parts: object) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-def format_answer(space: AnswerSpace, label: int, report: str) -> str:
-    """The reply shape real models are asked for: a report block and a JSON response block."""
-    key = "isup_grade" if space.kind == "grade" else "answer"
+GRADED_TASK = "panda"  # the one task whose prompt asks for {"isup_grade": N}; the others for "answer"
+
+
+def format_answer(space: AnswerSpace, label: int, report: str, *, item_key: str = "") -> str:
+    """The reply shape real models are asked for: a report block and a JSON response block, under the
+    key the item's prompt names (PANDA's `isup_grade`; `answer` for options and counts)."""
+    grade = space.kind == "grade" and item_key.split("/", 1)[0] == GRADED_TASK
+    key = "isup_grade" if grade else "answer"
     return f"<report>{report}</report>\n<response>{json.dumps({key: label})}</response>"
 
 
@@ -58,7 +63,8 @@ class RandomProvider:
         can_crop = ctx.allow_crop and ctx.slide_width > 0 and ctx.slide_height > 0
         if ctx.must_answer or not can_crop:
             label = random_label(ctx.answer_space, rng)
-            text = format_answer(ctx.answer_space, label, "Random baseline: the answer is drawn by chance.")
+            report = "Random baseline: the answer is drawn by chance."
+            text = format_answer(ctx.answer_space, label, report, item_key=ctx.item_key)
             step = Step(reasoning="Random baseline answer.", action=AnswerAction(text=text))
         else:
             # Squares from 1/20 of the short side up to all of it: crops that look like a model's.

@@ -7,7 +7,7 @@ requeue signal against its time limit), creates the store, the experiment and th
 parallel jobs never race to create the sqlite schema), and writes the parent's id into the sweep
 directory, where each job (any launcher, any process or node) finds it. `on_multirun_end`, also in
 the launching process, reads the jobs' outcomes (giant.outcomes), closes the parent with the jobs'
-aggregate status, lists the jobs that did not complete in one line and exits with the highest of
+aggregate status, lists the jobs that did not complete (one line per cause) and exits with the highest of
 their codes.
 """
 
@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from giant.config import PathSettings, RunSettings, TrackingSettings
 from giant.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, ConfigError, exit_with
-from giant.outcomes import JobOutcome, clear_outcomes, exit_code, failure_line, read_outcomes
+from giant.outcomes import JobOutcome, clear_outcomes, exit_code, failure_lines, read_outcomes
 from giant.secrets import scrub, secret_values
 from giant.tracking.names import (
     AGENT_MODE_TAG,
@@ -53,6 +53,7 @@ from giant.tracking.names import (
     SWEEP_ROLE,
     tag_filter,
 )
+from giant.tracking.view import param_number, store_view
 
 if TYPE_CHECKING:
     from mlflow.entities import Run
@@ -81,6 +82,17 @@ def sweep_jobs(config: DictConfig) -> list[list[str]]:
     arguments = [f"{key}={value}" for key, value in params.items()] + list(config.hydra.overrides.task)
     parsed = OverridesParser.create().parse_overrides(arguments)
     return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+
+
+def swept_settings(config: DictConfig) -> dict[str, set[str]]:
+    """The settings the command line sweeps (`agent.max_steps=5,10,20`) and their values: keys with two
+    or more values across the jobs. Group choices (`agent=giant,paper`) are left to the jobs' params."""
+    values: dict[str, set[str]] = {}
+    for job in sweep_jobs(config):
+        for override in job:
+            key, _, value = override.partition("=")
+            values.setdefault(key.lstrip("+~"), set()).add(value)
+    return {key: seen for key, seen in sorted(values.items()) if len(seen) > 1 and "." in key}
 
 
 def validate_sweep(config: DictConfig) -> None:
@@ -159,6 +171,10 @@ class MlflowSweepCallback(Callback):
         atexit.register(self._close_abandoned)
         client.set_tag(run_id, SWEEP_ID_TAG, run_id)
         client.log_param(run_id, "sweep_dir", str(sweep_dir))
+        # The sweep's view in the UI from the command line; rewritten from the jobs' runs at the end
+        swept = swept_settings(config)
+        numeric = [key for key, seen in swept.items() if all(param_number(v) is not None for v in seen)]
+        store_view(client, experiment_id, run_id, list(swept), numeric)
         SweepInfo(tracking_uri=tracking.uri, experiment_id=experiment_id, parent_run_id=run_id).write(
             sweep_dir
         )
@@ -185,7 +201,7 @@ class MlflowSweepCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """Closes the parent run, then makes the script's exit code the highest of the jobs' (with one
-        line naming the jobs that did not complete): runs with tracking on or off."""
+        line per cause naming the jobs that did not complete): runs with tracking on or off."""
         from giant.interrupt import stopped_by
 
         outcomes = read_outcomes(Path(config.hydra.sweep.dir))
@@ -194,26 +210,30 @@ class MlflowSweepCallback(Callback):
 
             print("\n".join(sweep_lines([Path(o.output_dir) for o in sorted(outcomes, key=lambda o: o.job)])))
         try:
-            self._close_parent(config, outcomes)
+            result = self._close_parent(config, outcomes)
         except Exception as exc:  # the exit code below must not depend on the store being reachable
             log.warning("MLflow: the sweep's parent run was not closed (%s)", exc)
-        line = failure_line(outcomes)
-        if line is not None:
+        else:
+            if result:
+                print("\n".join(["", *result]))
+        for line in failure_lines(outcomes):
             print(f"run_eval: {line}", file=sys.stderr)
         reason = stopped_by()  # this process got SIGTERM and its jobs (joblib) stopped cleanly
         code = max(exit_code(outcomes), STOP_CODES.get(reason, EXIT_TERMINATED) if reason else EXIT_OK)
         if code != EXIT_OK:
             sys.exit(code)
 
-    def _close_parent(self, config: DictConfig, outcomes: list[JobOutcome]) -> None:
+    def _close_parent(self, config: DictConfig, outcomes: list[JobOutcome]) -> list[str]:
         """The parent's status counts every job: its child run, and its outcome, which is all there is
-        of a job that stopped before it opened a run (a config error)."""
+        of a job that stopped before it opened a run (a config error). Returns the sweep's result to
+        print (giant.tracking.sweep_result), logged on the parent first."""
         from giant.interrupt import stopped_by
         from giant.tracking.mlflow_logger import SweepInfo, open_experiment
+        from giant.tracking.sweep_result import finish_sweep
 
         sweep = SweepInfo.read(Path(config.hydra.sweep.dir))
         if sweep is None:
-            return
+            return []
         self._open = None
         tracking = tracking_settings(config)
         client, _ = open_experiment(tracking)
@@ -238,8 +258,19 @@ class MlflowSweepCallback(Callback):
             client.set_tag(sweep.parent_run_id, INTERRUPTION_TAG, interruption)
         client.set_tag(sweep.parent_run_id, STATUS_TAG, overall)
         self._log_table(client, sweep.parent_run_id, children, outcomes)
-        ended = {"failed": "FAILED", "interrupted": "KILLED"}.get(overall, "FINISHED")
-        client.set_terminated(sweep.parent_run_id, status=ended)
+        try:
+            result = finish_sweep(
+                client,
+                tracking.uri,
+                tracking.experiment,
+                sweep.experiment_id,
+                sweep.parent_run_id,
+                Path(config.hydra.sweep.dir),
+            )
+        finally:
+            ended = {"failed": "FAILED", "interrupted": "KILLED"}.get(overall, "FINISHED")
+            client.set_terminated(sweep.parent_run_id, status=ended)
+        return result
 
     @staticmethod
     def _log_table(

@@ -17,6 +17,11 @@ SOURCE_RUN: Final = "mlflow.sourceRun"  # trace metadata key that links a trace 
 # not on the GenAI overview. Set on giant's experiments when created, and on older ones that lack it.
 EXPERIMENT_KIND_TAG: Final = "mlflow.experimentKind"
 MODEL_DEVELOPMENT: Final = "custom_model_development"
+# A saved view of the runs page, as MLflow 3's UI stores it on the experiment ("Share" button): the tag
+# `<prefix><key>` holds the page's state as JSON, and `?viewStateShareKey=<key>` in the address opens it
+# (giant.tracking.view writes one per sweep, keyed by the sweep's id).
+SHARED_VIEW_PREFIX: Final = "mlflow.sharedViewState."
+VIEW_SHARE_PARAM: Final = "viewStateShareKey"
 
 # giant's namespaced tags
 ROLE_TAG: Final = "giant.role"  # what a run is: one of the roles below

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from filelock import FileLock, Timeout
 
 from giant.errors import ConfigError
+from giant.tracking.view import CHART_MODE, RUNS_TABLE_QUERY, latest_sweep_view, view_address
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
@@ -32,7 +33,6 @@ BUILDING = ".building"  # suffix of a store being built; one left behind belongs
 # Building the schema takes seconds; a job still waiting after this long is behind a hung process,
 # and an error that names the lock beats a run that waits forever.
 LOCK_TIMEOUT_S = 120.0
-RUNS_TABLE_QUERY = "workflowType=machine_learning"  # MLflow 3.17's UI: the runs table, not GenAI's pages
 
 
 def sqlite_path(uri: str) -> Path | None:
@@ -172,15 +172,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def runs_table_links(client: MlflowClient, address: str) -> list[str]:
-    """One line per experiment with runs: the address of its runs table. MLflow 3.17's UI opens an
-    experiment as its "GenAI | Model training" switch stands (GenAI, the overview of traces, until the
-    user flips it), whatever the experiment's kind tag says; `workflowType=machine_learning` in the
-    address opens the runs table."""
+    """Per experiment with runs: the address of its runs table, then that of its newest sweep's view
+    (giant.tracking.view: the sweep's jobs with the ablation's columns, and its charts). MLflow 3.17's
+    UI opens an experiment as its "GenAI | Model training" switch stands (GenAI, the overview of
+    traces, until the user flips it), whatever the experiment's kind tag says;
+    `workflowType=machine_learning` in the address opens the runs table."""
     lines = []
     for experiment in client.search_experiments():
         if client.search_runs([experiment.experiment_id], max_results=1):
             page = f"#/experiments/{experiment.experiment_id}/runs?{RUNS_TABLE_QUERY}"
             lines.append(f"runs of experiment {experiment.name}: {address.rstrip('/')}/{page}")
+            sweep = latest_sweep_view(client, experiment.experiment_id)
+            if sweep is not None:
+                table = view_address(address, experiment.experiment_id, sweep)
+                charts = view_address(address, experiment.experiment_id, sweep, CHART_MODE)
+                lines.append(f"newest sweep of {experiment.name}, its jobs side by side: {table}")
+                lines.append(f"the same sweep's charts (metric vs each swept setting): {charts}")
     return lines
 
 

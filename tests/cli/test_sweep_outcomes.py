@@ -232,11 +232,13 @@ def test_a_sweep_exits_with_the_highest_code_of_its_jobs_without_mlflow(cli: Env
     assert lines == [
         "run_eval: budget stop: 1 of 2 item-runs unmeasured; raise budget_usd and rerun",
         "run_eval: the provider refused the key; fix OPENAI_API_KEY and rerun",
-        "run_eval: 2 of 3 sweep jobs did not complete: #0 agent.max_steps=2 (exit 4: budget stop: 1 of 2 "
-        "item-runs unmeasured; raise budget_usd and rerun); #1 agent.max_steps=3 (exit 3: the provider "
+        # one line per distinct cause, naming the jobs it stopped
+        "run_eval: 1 of 3 sweep jobs did not complete: #0 agent.max_steps=2 (exit 4: budget stop: 1 of 2 "
+        "item-runs unmeasured; raise budget_usd and rerun)",
+        "run_eval: 1 of 3 sweep jobs did not complete: #1 agent.max_steps=3 (exit 3: the provider "
         "refused the key; fix OPENAI_API_KEY and rerun)",
     ]
-    assert _stderr_lines(proc)[-1] == lines[-1]
+    assert _stderr_lines(proc)[-2:] == lines[-2:]
     assert (sweep_dir / "2" / "summary.json").is_file()  # the job after the stopped ones ran
     assert not (sweep_dir / "mlflow_sweep.json").exists()
 

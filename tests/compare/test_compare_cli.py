@@ -67,8 +67,9 @@ def test_two_job_folders(sweep: Sweep, compared: Compared) -> None:
     run = sweep.cli.client().get_run(run_id)
     assert run.data.tags[ROLE_TAG] == "comparison"
     assert run.data.tags[COMPARED_TAG] == ",".join(sweep.run_ids)
-    # both jobs belong to one sweep: the comparison is a child of the sweep's parent run
-    assert run.data.tags[PARENT_TAG] == sweep.sweep_id
+    # both jobs belong to one sweep: the comparison carries its id, as a run of its own (not a child,
+    # which the UI would list among the sweep's jobs)
+    assert run.data.tags["sweep_id"] == sweep.sweep_id and PARENT_TAG not in run.data.tags
     row = _pair_row(out)
     metrics = run.data.metrics
     assert metrics["demo_shapes.A_vs_B.difference"] == pytest.approx(float(row["difference"]))
@@ -89,6 +90,19 @@ def test_run_ids_read_the_trajectories_from_mlflow(sweep: Sweep, tmp_path: Path)
         _check_numbers(sweep_with(sweep, moved), out)
     finally:
         moved.rename(sweep.folder)
+
+
+@pytest.mark.slow
+def test_a_second_comparison_into_the_same_folder_replaces_the_first(sweep: Sweep, tmp_path: Path) -> None:
+    """Its flipped items' trajectories are this comparison's only, and it says it replaced one."""
+    out = tmp_path / "cmp"
+    stale = out / "trajectories" / "Z" / "old_item"
+    stale.mkdir(parents=True)
+    (out / "comparison.md").write_text("an earlier comparison\n")
+    proc = _compare(sweep, out, *map(str, sweep.jobs), "--no-log")
+    assert f"replaced the comparison that was in {out}" in proc.stdout
+    assert not stale.exists()
+    _check_numbers(sweep, out)
 
 
 def sweep_with(sweep: Sweep, moved: Path) -> Sweep:

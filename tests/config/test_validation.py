@@ -51,8 +51,12 @@ def _error(overrides: list[str]) -> str:
         ),
         (["+agent.typo=1"], "agent.typo"),
         (["dataset=tcga", "dataset.csv_path=/nonexistent/m.csv"], "dataset.csv_path=/nonexistent/m.csv"),
-        (
+        (  # the setting the user set is the one named
             ["dataset=gtex", "paths.wsi_root=/nonexistent/wsi"],
+            "paths.wsi_root=/nonexistent/wsi: folder not found",
+        ),
+        (
+            ["dataset=gtex", "dataset.wsi_root=/nonexistent/wsi"],
             "dataset.wsi_root=/nonexistent/wsi: folder not found",
         ),
     ],

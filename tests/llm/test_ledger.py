@@ -71,7 +71,10 @@ def test_the_summary_command(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     turns(MockAPI(responses_body(message(ANSWER))), Ledger(tmp_path), 0)
     assert main([str(tmp_path)]) == 0
     assert "1 calls" in capsys.readouterr().out
-    assert main([str(tmp_path / "missing")]) == 2
+    # before the first paid call there is no ledger yet: zero calls, not a usage line
+    assert main([str(tmp_path / "missing")]) == 0
+    assert "0 calls: no ledger at" in capsys.readouterr().out
+    assert main([]) == 2
 
 
 def _write_many(root: str, entry_json: str, times: int) -> None:

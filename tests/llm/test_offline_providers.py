@@ -74,6 +74,19 @@ def test_random_grades_when_crops_are_not_allowed() -> None:
     assert grades == {0, 1, 2, 3, 4, 5}
 
 
+def test_random_answers_a_count_under_the_key_its_prompt_names() -> None:
+    """A count question (no options, not PANDA) asks for {"answer": COUNT}, not an ISUP grade."""
+    provider = build_provider(RANDOM)
+    action = (
+        turn(provider, item_key="demo_count/1", allow_crop=False, answer_space=AnswerSpace(kind="grade"))
+        .steps[0]
+        .action
+    )
+    assert isinstance(action, AnswerAction)
+    response = json.loads(action.text.split("<response>")[1].split("</response>")[0])
+    assert list(response) == ["answer"]
+
+
 def test_random_depends_on_every_seed_part() -> None:
     provider = build_provider(RANDOM)
     base = turn(provider).steps[0].action

@@ -1,5 +1,5 @@
 """A report: every table and figure written to a folder, and kept as the artifacts of an MLflow run
-tagged giant.role=report beside the runs it summarises."""
+tagged giant.role=report beside the runs it summarises (linked to its sweep by the sweep_id tag)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import mlflow
 from pydantic import BaseModel
 
 from giant.tracking.mlflow_logger import mark_model_development
-from giant.tracking.names import PARENT_TAG, REPORT_ROLE, ROLE_TAG, SWEEP_ID_TAG, SWEEP_ROLE, tag_filter
+from giant.tracking.names import REPORT_ROLE, ROLE_TAG, SWEEP_ID_TAG
 from giant.tracking.tables.figures import scaling_figure, thumbnail_figure
 from giant.tracking.tables.formats import cells_csv, cost_markdown, to_csv, to_latex, to_markdown
 from giant.tracking.tables.rows import RunRecord, Table, build_table, latest_per_row_and_task
@@ -52,8 +52,9 @@ def write_report(records: list[RunRecord], out_dir: Path, *, published: bool = F
 
 
 def log_report(report: Report, *, experiment: str, sweep_id: str | None = None) -> str:
-    """Keep the rendered files as artifacts of a run tagged giant.role=report (under the sweep's
-    parent run when a sweep id is given), so the UI shows the table beside the runs it summarises."""
+    """Keep the rendered files as artifacts of a run tagged giant.role=report (and the sweep's id when
+    a sweep id is given), so the UI shows the table beside the runs it summarises. A run of its own,
+    linked by that tag: as a child of the sweep it would be listed among the sweep's jobs."""
     client = mlflow.MlflowClient()
     exp = client.get_experiment_by_name(experiment)
     assert exp is not None  # load_runs found runs in it
@@ -61,15 +62,6 @@ def log_report(report: Report, *, experiment: str, sweep_id: str | None = None) 
     tags = {ROLE_TAG: REPORT_ROLE}
     if sweep_id:
         tags[SWEEP_ID_TAG] = sweep_id
-        parents = mlflow.search_runs(
-            experiment_ids=[exp.experiment_id],
-            filter_string=tag_filter(SWEEP_ID_TAG, sweep_id),
-            output_format="list",
-        )
-        assert isinstance(parents, list)
-        parent = next((r for r in parents if r.data.tags.get(ROLE_TAG) == SWEEP_ROLE), None)
-        if parent is not None:
-            tags[PARENT_TAG] = parent.info.run_id
     with mlflow.start_run(experiment_id=exp.experiment_id, run_name="report", tags=tags) as run:
         for path in report.files:
             mlflow.log_artifact(str(path), artifact_path="report")

@@ -1,0 +1,69 @@
+"""A job's folder records the job (giant.joblog): every line it prints, the summary line, the resume
+line and a one-line error included, is also in its `run_eval.log`; a line redrawn in place (the
+progress bar) is kept in its last state only."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+from giant.data.demo import build_demo
+from giant.joblog import Tee
+from tests.cli.test_run_eval import SECRET, Env
+
+
+@pytest.fixture(scope="module")
+def cli(tmp_path_factory: pytest.TempPathFactory) -> Env:
+    tmp = tmp_path_factory.mktemp("job_log")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
+    env.update(OPENAI_API_KEY=SECRET, GIANT_CACHE_DIR=str(tmp / "cache"), GIANT_OUTPUT_DIR=str(tmp / "out"))
+    return Env(tmp, env)
+
+
+def _log(folder: Path) -> str:
+    return (folder / "run_eval.log").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_the_job_folder_holds_what_the_job_printed(cli: Env) -> None:
+    folder = cli.tmp / "job"
+    args = ("provider=random", "dataset=demo", "dataset.benchmark=demo_shapes", "limit=2")
+    first = cli.run(*args, "tracking.enabled=false", f"hydra.run.dir={folder}")
+    summary = next(line for line in first.stdout.splitlines() if line.startswith("demo_shapes giant"))
+    assert summary in _log(folder).splitlines()
+    # a rerun into a new folder resumes: its resume line is in that folder's log
+    again = cli.tmp / "again"
+    second = cli.run(*args, "tracking.enabled=false", f"hydra.run.dir={again}")
+    resume = next(line for line in second.stdout.splitlines() if line.startswith("resuming run key"))
+    assert resume in _log(again).splitlines()
+    assert "\r" not in _log(again)  # the progress bar's redraws are not kept
+
+
+@pytest.mark.slow
+def test_a_one_line_error_is_in_the_log(cli: Env) -> None:
+    folder = cli.tmp / "stopped"
+    empty = cli.tmp / "no_slides"
+    empty.mkdir()
+    demo = build_demo(cli.tmp / "cache" / "demo")
+    proc = cli.run(
+        "provider=random", "dataset=demo", f"dataset.csv_path={demo.csv_path}", f"dataset.wsi_root={empty}",
+        "tracking.enabled=false", f"hydra.run.dir={folder}", check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line in _log(folder).splitlines()
+
+
+def test_tee_keeps_whole_lines_and_the_last_state_of_a_redrawn_line() -> None:
+    screen, log = io.StringIO(), io.StringIO()
+    tee = Tee(screen, log)
+    tee.write("\r 10%|#   |")
+    tee.write("\r100%|####|\n")
+    tee.write("done: accuracy 0.5")
+    assert log.getvalue() == "100%|####|\n"  # the unfinished line waits for its newline
+    tee.write("\n")
+    assert log.getvalue() == "100%|####|\ndone: accuracy 0.5\n"
+    assert screen.getvalue() == "\r 10%|#   |\r100%|####|\ndone: accuracy 0.5\n"  # the terminal sees all

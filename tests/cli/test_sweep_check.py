@@ -1,0 +1,99 @@
+"""A sweep is checked as a whole before it starts (giant.sweep_check): the data of every job, with the
+check a single run makes, one line per distinct problem naming the jobs it affects, exit 2, and no
+MLflow store, parent run or job folder made. A job that fails anyway ends the sweep with one line per
+distinct cause (giant.outcomes.failure_lines)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from giant.data.demo import build_demo
+from giant.outcomes import JobOutcome, failure_lines
+from tests.cli.test_run_eval import SECRET, Env
+
+BRIEF = ("-m", "dataset=tcga,panda", "agent.max_steps=5,10,20")  # the issue's sweep: 6 jobs
+
+
+@pytest.fixture(scope="module")
+def cli(tmp_path_factory: pytest.TempPathFactory) -> Env:
+    tmp = tmp_path_factory.mktemp("sweep_check")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
+    env.update(
+        OPENAI_API_KEY=SECRET,
+        GIANT_CACHE_DIR=str(tmp / "cache"),
+        GIANT_OUTPUT_DIR=str(tmp / "outputs"),
+        GIANT_MULTIRUN_DIR=str(tmp / "multirun"),
+        HF_HUB_OFFLINE="1",  # no CSV in the cache and none to download: the data check must say so
+    )
+    return Env(tmp, env)
+
+
+def _refused(cli: Env, *args: str) -> list[str]:
+    """Runs a sweep that must stop before it starts: its stderr lines, after checking that nothing of
+    a started sweep exists."""
+    sweep_dir = cli.tmp / "sweep"
+    proc = cli.run(*args, f"tracking.uri={cli.uri}", f"hydra.sweep.dir={sweep_dir}", check=False)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    assert not Path(cli.uri.removeprefix("sqlite:///")).exists()  # no store, so no MLflow run
+    assert not sweep_dir.exists() and not (cli.tmp / "multirun").exists()  # no job folder, no launch
+    return proc.stderr.strip().splitlines()
+
+
+@pytest.mark.slow
+def test_no_slide_folder_is_one_line_for_the_six_jobs(cli: Env) -> None:
+    missing = cli.tmp / "no_such_folder"
+    lines = _refused(cli, *BRIEF, f"paths.wsi_root={missing}")
+    assert lines == [
+        f"run_eval: paths.wsi_root={missing}: folder not found; set paths.wsi_root=... or GIANT_WSI_ROOT "
+        "(dry_run=true lists what is missing) (every one of the 6 sweep jobs)"
+    ]
+
+
+@pytest.mark.slow
+def test_no_csv_is_one_line_for_the_six_jobs(cli: Env) -> None:
+    slides = cli.tmp / "slides"
+    slides.mkdir(exist_ok=True)
+    (line,) = _refused(cli, *BRIEF, f"paths.wsi_root={slides}")
+    assert line.startswith("run_eval: could not download MultiPathQA.csv"), line
+    assert line.endswith("(every one of the 6 sweep jobs)"), line
+
+
+@pytest.mark.slow
+def test_slides_missing_per_task_name_each_task_s_jobs(cli: Env) -> None:
+    """The CSV is there and the folder too, but it holds no slide: one line per task (its example
+    slide differs), each naming that task's jobs by the overrides that set them apart."""
+    demo = build_demo(cli.tmp / "cache" / "demo")
+    empty = cli.tmp / "empty_slides"
+    empty.mkdir(exist_ok=True)
+    lines = _refused(
+        cli, "-m", "dataset=demo", f"dataset.csv_path={demo.csv_path}", f"dataset.wsi_root={empty}",
+        "dataset.benchmark=demo_shapes,demo_count", "agent.max_steps=1,2",
+    )  # fmt: skip
+    assert len(lines) == 2, lines
+    for line, (task, first) in zip(lines, (("demo_shapes", 0), ("demo_count", 2)), strict=True):
+        assert line.startswith(f"run_eval: no slide of this job was found under dataset.wsi_root={empty}")
+        jobs = f"#{first} dataset.benchmark={task} agent.max_steps=1, #{first + 1} dataset.benchmark={task} "
+        assert line.endswith(f"(2 of 4 sweep jobs: {jobs}agent.max_steps=2)"), line
+
+
+def test_failed_jobs_are_one_line_per_cause() -> None:
+    def outcome(job: int, code: int, message: str) -> JobOutcome:
+        return JobOutcome(
+            job=job,
+            code=code,
+            message=message,
+            overrides=["limit=2", f"agent.max_steps={job}"],
+            output_dir="",
+        )
+
+    missing = "dataset.csv_path=/x.csv: file not found"
+    outcomes = [outcome(0, 2, missing), outcome(1, 2, missing), outcome(2, 0, "ok"), outcome(3, 4, "budget")]
+    assert failure_lines(outcomes) == [
+        f"2 of 4 sweep jobs did not complete: #0 agent.max_steps=0, #1 agent.max_steps=1 (exit 2: {missing})",
+        "1 of 4 sweep jobs did not complete: #3 agent.max_steps=3 (exit 4: budget)",
+    ]
+    assert failure_lines([outcome(0, 0, "ok")]) == []
