@@ -207,6 +207,52 @@ class AnthropicSettings(BatchedSettings):
         return self
 
 
+class GeminiSettings(BatchedSettings):
+    """Google's Gemini API through google-genai (giant.llm.gemini_provider); flex as OpenAI's flex."""
+
+    implementation = "giant.llm.gemini_provider:GeminiProvider"
+    name: Method[Literal["gemini"]] = Field(description="The provider; picking `provider=<name>` sets it.")
+    # Gemini 3+ takes a level, 2.5 a token budget; the API refuses both in one request.
+    thinking_level: Method[Literal["minimal", "low", "medium", "high"] | None] = Field(
+        description="Gemini 3+ thinking level; null sends none (the model's default)."
+    )
+    thinking_budget: Method[int | None] = Field(
+        ge=-1, description="Gemini 2.5 thinking tokens (0 off, -1 dynamic); null sends none."
+    )
+    # Tokens per image part (Gemini 3: low 280, medium 560, high 1120): what the model sees, so a method.
+    media_resolution: Method[Literal["low", "medium", "high", "ultra_high"] | None] = Field(
+        description="media_resolution of every image part; null: the model's default."
+    )
+    service_tier: Operational[Literal["standard", "flex"]] = Field(
+        description="standard, or flex: Gemini's flex tier, half price, may be shed under load."
+    )
+    flex_retries: Operational[int] = Field(
+        ge=0, le=100, description="Retries of a flex call the server shed (503), apart from max_retries."
+    )
+    flex_fallback: Operational[Literal["wait", "standard"]] = Field(
+        description="After flex_retries: standard sends the call at the standard tier; wait keeps asking."
+    )
+
+    def billed_tier(self) -> Tier:
+        if self.service_tier == "flex" and self.flex_fallback == "wait":
+            return "flex"
+        return super().billed_tier()
+
+    def client_timeout_s(self) -> float:
+        if self.timeout_s is not None:
+            return self.timeout_s
+        return FLEX_TIMEOUT_S if self.service_tier == "flex" else STANDARD_TIMEOUT_S
+
+    @model_validator(mode="after")
+    def _one_thinking(self) -> GeminiSettings:
+        if self.thinking_level is not None and self.thinking_budget is not None:
+            raise _invalid(
+                "provider.thinking_level (Gemini 3+) and provider.thinking_budget (Gemini 2.5) cannot "
+                "both be set; set the other to null"
+            )
+        return self
+
+
 class OpenAICompatibleSettings(SdkSettings):
     implementation = "giant.llm.openai_compatible:OpenAICompatibleProvider"
     key_required = False
@@ -285,7 +331,14 @@ class ScriptedSettings(ProviderSettings):
 
 
 # Adding a provider: its settings class above, its member here, its YAML in conf/provider/.
-_Members = OpenAISettings | AnthropicSettings | OpenAICompatibleSettings | RandomSettings | ScriptedSettings
+_Members = (
+    OpenAISettings
+    | AnthropicSettings
+    | OpenAICompatibleSettings
+    | RandomSettings
+    | ScriptedSettings
+    | GeminiSettings
+)
 SETTINGS: tuple[type[ProviderSettings], ...] = get_args(_Members)
 PROVIDER_NAMES: tuple[str, ...] = tuple(get_args(s.model_fields["name"].annotation)[0] for s in SETTINGS)
 
