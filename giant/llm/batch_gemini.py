@@ -35,6 +35,13 @@ _ENDED = frozenset(
 _HTTP = {3: 400, 4: 504, 5: 404, 7: 403, 8: 429, 9: 400, 13: 500, 14: 503, 16: 401}
 
 
+PREFIX = "batches/"  # a job's name is batches/<id>; the record keeps the id, a file name
+
+
+def _id(job: Any) -> str:
+    return str(job.name).removeprefix(PREFIX)
+
+
 def _state(job: Any) -> str:
     return str(getattr(job.state, "value", job.state) or "JOB_STATE_UNSPECIFIED")
 
@@ -56,7 +63,7 @@ class GeminiBatches:
             self.client.aio.batches.create(model=self.model, src=src, config={"display_name": record_id}),  # type: ignore[arg-type]
             secret=self._secret,
         )
-        return str(job.name)
+        return _id(job)
 
     async def find(self, record: BatchRecord, known: set[str]) -> str | None:
         """The batch named after the record, among those created since it was written (the list is
@@ -66,12 +73,12 @@ class GeminiBatches:
         async for job in pager:
             if job.create_time is not None and job.create_time.timestamp() < since:
                 break
-            if job.display_name == record.record_id and job.name not in known:
-                return str(job.name)
+            if job.display_name == record.record_id and _id(job) not in known:
+                return _id(job)
         return None
 
     async def poll(self, batch_id: str) -> BatchStatus:
-        job = await sdk_call(self.client.aio.batches.get(name=batch_id), secret=self._secret)
+        job = await sdk_call(self.client.aio.batches.get(name=PREFIX + batch_id), secret=self._secret)
         state = _state(job)
         ended = state in _ENDED
         stats = job.completion_stats

@@ -89,8 +89,11 @@ class GeminiServer:
         self.rejected: list[str] = []  # why a request was answered 400 for its signatures
         self.signed: dict[str, set[str]] = {}  # part digest -> the signatures it was returned with
         self.issued = 0
-        self.hold = threading.Event()
-        self.drop_create: set[int] = set()
+        self.hold = threading.Event()  # set: batches do not end, whatever the polls
+        self.drop_create: set[int] = set()  # batch numbers created without a reply to their create
+        self.stall_create = threading.Event()  # set: a create's reply waits until it is cleared
+        self.fail_once: set[int] = set()  # batch lines (1-based, in submission order) answered 503 once
+        self.expire: set[int] = set()  # batch numbers that end expired, unanswered
         self.batches: list[dict[str, Any]] = []
         self.batch_keys: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -196,20 +199,35 @@ class GeminiServer:
 
     def batch_wire(self, batch: dict[str, Any], ended: bool) -> dict[str, Any]:
         created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(batch["created"]))
+        number = self.batches.index(batch) + 1
+        state = "BATCH_STATE_EXPIRED" if number in self.expire else "BATCH_STATE_SUCCEEDED"
         metadata: dict[str, Any] = {
             "@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch",
             "model": batch["model"],
             "displayName": batch["display"],
-            "state": "BATCH_STATE_SUCCEEDED" if ended else "BATCH_STATE_RUNNING",
+            "state": state if ended else "BATCH_STATE_RUNNING",
             "createTime": created,
         }
-        if ended:
+        if ended and number not in self.expire:
             if "results" not in batch:
-                batch["results"] = [self._line(line) for line in batch["lines"]]
+                first = sum(len(b["lines"]) for b in self.batches[: number - 1])
+                batch["results"] = [self._line(line, first + i + 1) for i, line in enumerate(batch["lines"])]
             metadata["output"] = {"inlinedResponses": {"inlinedResponses": batch["results"]}}
         return {"name": batch["id"], "metadata": metadata, "done": ended}
 
-    def _line(self, line: dict[str, Any]) -> dict[str, Any]:
+    def created(self, batch: dict[str, Any]) -> bool:
+        """Whether the create request is answered (else the connection closes without a reply)."""
+        while self.stall_create.is_set():
+            time.sleep(0.01)
+        return self.batches.index(batch) + 1 not in self.drop_create
+
+    def _line(self, line: dict[str, Any], number: int) -> dict[str, Any]:
+        if number in self.fail_once:
+            self.fail_once.discard(number)
+            return {
+                "error": {"code": 14, "message": "The model is overloaded."},
+                "metadata": line["metadata"],
+            }
         status, reply = self.reply(line["request"])
         if status != 200:
             return {
@@ -267,7 +285,7 @@ def _handler(server: GeminiServer) -> type[BaseHTTPRequestHandler]:
                 self._send(*server.reply(body))
             elif match := re.fullmatch(r"/v1\w*/models/([\w.-]+):batchGenerateContent", self.path):
                 batch = server.submitted(f"models/{match[1]}", body)
-                if len(server.batches) in server.drop_create:
+                if not server.created(batch):
                     self.close_connection = True  # made, but its create is never answered
                     return
                 self._send(200, server.batch_wire(batch, False))
