@@ -86,7 +86,8 @@ def test_wrong_provider_setting_through_the_cli_config_is_one_line(hydra_init: N
     with pytest.raises(ConfigError) as info:
         RunSettings.from_config(cfg)
     assert str(info.value) == (
-        "provider: thinking_budget is not a setting of provider=openai (only anthropic, gemini have it); remove it"
+        "provider: thinking_budget is not a setting of provider=openai (only anthropic, gemini have it); "
+        "remove it"
     )
 
 
