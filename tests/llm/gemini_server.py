@@ -49,6 +49,8 @@ BAD_KEY = (
         },
     ),
 )
+PERMISSION_DENIED = (403, error(403, "PERMISSION_DENIED", "Method doesn't allow unregistered callers."))
+FLEX_UNSERVED = (400, error(400, "INVALID_ARGUMENT", "Service tier flex is not supported for this model."))
 UNKNOWN_MODEL = (
     404,
     error(404, "NOT_FOUND", "models/gemini-9 is not found for API version v1beta, or is not supported."),

@@ -34,8 +34,10 @@ from giant.wsi.synthetic import write_synthetic_slide
 from tests.llm.conftest import make_conversation, make_ctx
 from tests.llm.gemini_server import (
     BAD_KEY,
+    FLEX_UNSERVED,
     KEY,
     OVERLOADED,
+    PERMISSION_DENIED,
     RATE_LIMIT,
     SPENT_QUOTA,
     UNKNOWN_MODEL,
@@ -210,7 +212,12 @@ def test_the_audit_record_keeps_a_signature_length_only(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("reply", "cause", "sent"),
-    [(BAD_KEY, "key", 1), (UNKNOWN_MODEL, "model_name", 1), (SPENT_QUOTA, "quota", 1)],
+    [
+        (BAD_KEY, "key", 1),
+        (PERMISSION_DENIED, "key", 1),
+        (UNKNOWN_MODEL, "model_name", 1),
+        (SPENT_QUOTA, "quota", 1),
+    ],
 )
 def test_setup_errors_are_fatal_and_not_retried(reply: Any, cause: str, sent: int) -> None:
     server = GeminiServer(answer_at=1)
@@ -269,8 +276,7 @@ def test_flex_is_sent_and_billed_at_half() -> None:
     assert rates.flex.input == rates.input / 2 and rates.flex.output == rates.output / 2
 
 
-def test_shed_flex_backs_off_then_falls_back_to_standard(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("giant.retry.BACKOFF_MIN_S", 0.0, raising=False)
+def test_shed_flex_backs_off_then_falls_back_to_standard() -> None:
     server = GeminiServer(answer_at=1)
     server.fail = [OVERLOADED, OVERLOADED]
     with serving(server) as url:
@@ -286,3 +292,14 @@ def test_flex_and_a_replay_share_the_ledger_key(slide: Path, tmp_path: Path) -> 
         episode(url, slide, Ledger(tmp_path / "ledger"))
         again = episode(url, slide, Ledger(tmp_path / "ledger"), service_tier="flex")
     assert len(server.requests) == 5 and again.totals.calls_replayed == 5
+
+
+def test_a_model_flex_does_not_serve_is_one_line_naming_the_setting() -> None:
+    server = GeminiServer(answer_at=1)
+    server.fail = [FLEX_UNSERVED]
+    with serving(server) as url, pytest.raises(FatalProviderError) as failed:
+        call(url, service_tier="flex")
+    assert failed.value.cause == "flex_unsupported" and len(server.requests) == 1
+    assert str(failed.value).startswith(
+        "provider.service_tier=flex is not available for model gemini-3-flash"
+    )
