@@ -19,6 +19,12 @@ benchmarks/cache_billing.py) at the tier's rates from conf/pricing.yaml:
   writes included. Rounds --round-min apart outlive a 5-minute entry (each round writes at 1.25x and
   reads nothing) but not a 1-hour one (writes at 2x, reads at 0.1x): provider.cache_ttl's default
   comes from these two rows. Caching inside batches is best effort; the kept rows are its best case.
+- Gemini (gemini-3-flash-preview): implicit caching, the longest prefix an earlier request of the
+  episode had (from 1024 tokens) at the cached rate, no write charge; flex (with a few shed 503s) and
+  batch (the Batch API, inlined requests) at half of every rate. The episodes run against the
+  loopback Gemini server of tests/llm/gemini_server.py through the real google-genai SDK. Google does
+  not publish how long an implicit cache entry lives, so batch is shown with the cache kept between
+  rounds and lost. The cached share of billed input at the standard tier is printed after the rows.
 Output tokens are --output-tokens per call (reasoning included), the same at every tier.
 
 Wall time per item is modeled, as a loopback peer answers at once: T calls of --call-s at the
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import copy
 import json
 import logging
@@ -62,6 +69,7 @@ from giant.llm.pricing import Pricing
 from giant.llm.types import Tier, Usage
 from giant.wsi.synthetic import write_synthetic_slide
 from tests.eval.runner_fixtures import evaluate
+from tests.llm import gemini_server
 from tests.llm.batch_stub import BatchStub, serving
 from tests.llm.wire_episode import WirePeer, answer_at
 
@@ -70,7 +78,8 @@ OPENAI_RETENTION_MIN = 10  # OpenAI's in-memory prompt cache: 5-10 minutes of in
 OPENAI_EXTENDED_MIN = 24 * 60  # prompt_cache_retention "24h": up to 24 hours
 ANTHROPIC_TTL_MIN = {"5m": 5, "1h": 60}
 FLEX_BUSY = (429, {"error": {"message": "Resource Unavailable", "type": "resource_unavailable"}})
-MODELS = {"openai": "gpt-5", "anthropic": "claude-opus-4-5"}
+MODELS = {"openai": "gpt-5", "anthropic": "claude-opus-4-5", "gemini": "gemini-3-flash-preview"}
+GEMINI_SHED = 3  # flex calls the loopback Gemini server sheds (503) before it answers
 QUESTION = re.compile(r"Question (\d+):")
 
 
@@ -242,10 +251,17 @@ def main() -> None:
     parser.add_argument("--flex-call-s", type=float, default=90.0, help="modeled seconds per flex call")
     parser.add_argument("--round-min", type=float, default=30.0, help="modeled minutes per batch round")
     parser.add_argument("--flex-busy", type=float, default=0.3, help="share of flex calls answered 429")
+    parser.add_argument(
+        "--providers", nargs="+", default=["openai", "anthropic", "gemini"], help="the providers to run"
+    )
     args = parser.parse_args()
     pricing = Pricing.load(CONF_DIR / "pricing.yaml")
     logging.getLogger("giant").setLevel(logging.ERROR)
-    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):  # the peers answer; no key leaves the process
+    for variable in (
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GEMINI_API_KEY",
+    ):  # the peers answer; no key leaves the process
         os.environ.setdefault(variable, "bench-key")
     t = args.steps
     with tempfile.TemporaryDirectory() as tmp:
@@ -261,7 +277,10 @@ def main() -> None:
         )
         head = ("provider/model", "tier", "$/item", "ratio", "wall/item", "loop s/item", "requests", "twice")
         print("{:<26} {:<48} {:>8} {:>6} {:>9} {:>11} {:>8} {:>5}".format(*head))
-        for name in ("openai", "anthropic"):
+        for name in args.providers:
+            if name == "gemini":
+                gemini_rows(items, wsi, root / name, args, pricing)
+                continue
             cfg = provider_settings(name, model=MODELS[name])
             agent = parse_agent({"mode": args.mode, "max_steps": t, "crop_size": cfg.crop_size})
             label = f"{name}/{cfg.model}"
@@ -324,6 +343,105 @@ def main() -> None:
                     f"{_duration(wall_min):>9} {run.seconds / args.items:>11.2f} "
                     f"{len(run.bodies):>8} {run.twice:>5}"
                 )
+
+
+def gemini_campaign(
+    items: list[Item], wsi: Path, work: Path, agent: Any, *, shed: int = 0, **settings: Any
+) -> Campaign:
+    """The episodes against the loopback Gemini server, synchronous or (batch=True) in batches; the
+    billed bodies as the server received them."""
+    server = gemini_server.GeminiServer(answer_at=agent.max_steps)
+    server.fail = [gemini_server.OVERLOADED] * shed
+    with gemini_server.serving(server) as url:
+        fast = {"batch_wait_s": 30.0, "batch_poll_s": 0.02} if settings.get("batch") else {}
+        cfg = provider_settings("gemini", model=MODELS["gemini"], base_url=url, **fast, **settings)
+        seconds = _run(cfg, items, wsi, work, agent)
+    assert not server.rejected, server.rejected[0]
+    # the first `shed` requests were answered 503 (not billed); their retries are the same bodies
+    bodies = server.requests[shed:] + [line["request"] for b in server.batches for line in b["lines"]]
+    twice = sum(1 for n in server.batch_keys.values() if n > 1)
+    return Campaign(bodies, seconds, twice, shed)
+
+
+def gemini_request(body: dict[str, Any]) -> dict[str, Any]:
+    """A generateContent body in the shape giant.llm.caching.wire_request reads: the contents as its
+    messages (model turns as the assistant's), each image as a base64 source it sizes."""
+
+    def part(value: dict[str, Any]) -> dict[str, Any]:
+        inline = value.get("inlineData")
+        if not inline:
+            return value
+        data = base64.b64encode(base64.urlsafe_b64decode(inline["data"])).decode()
+        return {**value, "inlineData": {"type": "base64", "data": data}}
+
+    messages = [
+        {
+            "role": "assistant" if turn["role"] == "model" else "user",
+            "content": [part(p) for p in turn["parts"]],
+        }
+        for turn in body.get("contents") or []
+    ]
+    return {**{k: v for k, v in body.items() if k != "contents"}, "messages": messages}
+
+
+def gemini_billed(
+    bodies: list[dict[str, Any]], pricing: Pricing, tier: Tier, *, kept: bool, output_tokens: int
+) -> tuple[float, float]:
+    """Dollars of the bodies under Gemini's implicit cache at the tier's rates, and the cached share
+    of their input tokens."""
+    cls = provider_class("gemini")
+    model = MODELS["gemini"]
+    episodes: dict[int, list[Request]] = defaultdict(list)
+    for body in sorted(bodies, key=_gemini_step):
+        episodes[_episode(body)].append(wire_request(gemini_request(body), cls.image_tokens))
+    total, cached, tokens = 0.0, 0, 0
+    for requests in episodes.values():
+        splits = (
+            cls.cache_rule(requests, True, model)
+            if kept
+            else [cls.cache_rule([r], True, model)[0] for r in requests]
+        )
+        usage = Usage(
+            input_tokens=sum(r.tokens for r in requests),
+            cached_input_tokens=sum(s.read for s in splits),
+            output_tokens=len(requests) * output_tokens,
+        )
+        cost = pricing.cost(model, usage, tier)
+        assert cost is not None, f"{model} at {tier} has no price"
+        total, cached, tokens = total + cost, cached + usage.cached_input_tokens, tokens + usage.input_tokens
+    return total, cached / max(tokens, 1)
+
+
+def _gemini_step(body: dict[str, Any]) -> int:
+    return 1 + sum(1 for turn in body.get("contents") or [] if turn.get("role") == "model")
+
+
+def gemini_rows(items: list[Item], wsi: Path, work: Path, args: argparse.Namespace, pricing: Pricing) -> None:
+    t = args.steps
+    cfg = provider_settings("gemini", model=MODELS["gemini"])
+    agent = parse_agent({"mode": args.mode, "max_steps": t, "crop_size": cfg.crop_size})
+    standard = gemini_campaign(items, wsi, work / "standard", agent)
+    flex = gemini_campaign(items, wsi, work / "flex", agent, shed=GEMINI_SHED, service_tier="flex")
+    batch = gemini_campaign(items, wsi, work / "batch", agent, batch=True)
+    rows: list[tuple[str, Campaign, Tier, bool, float]] = [
+        ("standard", standard, "standard", True, t * args.call_s / 60),
+        (f"flex ({flex.busy} 503s retried)", flex, "flex", True, t * args.flex_call_s / 60),
+        ("batch, rounds within the cache's life: cache kept", batch, "batch", True, t * args.round_min),
+        (f"batch, rounds {args.round_min:.0f} min: cache lost", batch, "batch", False, t * args.round_min),
+    ]
+    label = f"gemini/{cfg.model}"
+    base, share = 0.0, 0.0
+    for tier_label, run, tier, kept, wall_min in rows:
+        dollars, cached = gemini_billed(
+            run.bodies, pricing, tier, kept=kept, output_tokens=args.output_tokens
+        )
+        dollars /= args.items
+        base, share = base or dollars, share or cached
+        print(
+            f"{label:<26} {tier_label:<48} {dollars:>8.4f} {dollars / base:>5.3f}x "
+            f"{_duration(wall_min):>9} {run.seconds / args.items:>11.2f} {len(run.bodies):>8} {run.twice:>5}"
+        )
+    print(f"{label}: cached share of billed input at the standard tier, T={t}: {share:.1%}")
 
 
 def _retention_sent(bodies: list[dict[str, Any]]) -> str:

@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from giant.registry import owners
 from giant.agent.wording import check_folder
+from giant.registry import owners
 from giant.roles import Method
 from giant.tools.registry import ToolName
 

@@ -17,6 +17,7 @@ PACKAGES = {
     "giant": "giant",
     "openai": "openai",
     "anthropic": "anthropic",
+    "google-genai": "google-genai",
     "mlflow": "mlflow",
     "openslide": "openslide-python",
     "openslide-bin": "openslide-bin",

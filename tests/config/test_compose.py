@@ -42,6 +42,7 @@ def test_every_group_has_its_options() -> None:
         "openai_compatible",
         "random",
         "scripted",
+        "gemini",
     }
     assert set(group_options("dataset")) == {
         "tcga",

@@ -34,7 +34,9 @@ def test_every_provider_yaml_validates_and_every_name_has_a_class() -> None:
 
 
 def test_unknown_provider_is_one_line_listing_the_names() -> None:
-    expected = "provider=nope is unknown; use one of openai, anthropic, openai_compatible, random, scripted"
+    expected = (
+        "provider=nope is unknown; use one of openai, anthropic, openai_compatible, random, scripted, gemini"
+    )
     with pytest.raises(ConfigError) as info:
         provider_class("nope")
     assert str(info.value) == expected
@@ -56,7 +58,7 @@ def test_building_the_random_provider_loads_no_sdk() -> None:
 @pytest.mark.parametrize(
     ("name", "key", "owners"),
     [
-        ("openai", "thinking_budget", "only anthropic has it"),
+        ("openai", "thinking_budget", "only anthropic, gemini have it"),
         ("anthropic", "reasoning_effort", "only openai has it"),
         ("random", "image_detail", "only openai, openai_compatible have it"),
         ("anthropic", "seed", "only random has it"),
@@ -84,7 +86,8 @@ def test_wrong_provider_setting_through_the_cli_config_is_one_line(hydra_init: N
     with pytest.raises(ConfigError) as info:
         RunSettings.from_config(cfg)
     assert str(info.value) == (
-        "provider: thinking_budget is not a setting of provider=openai (only anthropic has it); remove it"
+        "provider: thinking_budget is not a setting of provider=openai (only anthropic, gemini have it); "
+        "remove it"
     )
 
 
@@ -92,7 +95,7 @@ def test_wrong_provider_key_on_the_command_line_names_its_owners() -> None:
     with pytest.raises(ConfigError) as info:
         check_override_keys(["provider=openai", "provider.thinking_budget=2048"])
     assert str(info.value).startswith(
-        "provider.thinking_budget is a setting of provider=anthropic only, not of provider=openai"
+        "provider.thinking_budget is a setting of provider=anthropic,gemini only, not of provider=openai"
     )
 
 

@@ -176,7 +176,15 @@ def _mode_rank(name: str) -> int:
 def sort_key(key: RowKey) -> tuple[object, ...]:
     """Rows in the paper's order: by the mode's table rank, then its settings, model and tools."""
     mode, k, settings, model, tools, prompts = key
-    return (_mode_rank(mode), mode, k, tuple(_setting_order(value) for _, value in settings), model, tools, prompts)
+    return (
+        _mode_rank(mode),
+        mode,
+        k,
+        tuple(_setting_order(value) for _, value in settings),
+        model,
+        tools,
+        prompts,
+    )
 
 
 def _setting_order(value: SettingValue) -> tuple[int, float, str]:
