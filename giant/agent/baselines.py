@@ -153,7 +153,7 @@ async def run_patch(ep: ModeEpisode) -> None:
         await _vote(ep, patches)
 
 
-def _patch_side(ep: EpisodeState[PatchConfig]) -> int:
+def _patch_side(ep: ModeEpisode) -> int:
     """A patch's side in level-0 pixels: patch_size at level 0, else what spans patch_size pixels at
     patch_mpp on this slide (read at the best level and resampled, as crops are)."""
     cfg = ep.cfg
@@ -202,7 +202,7 @@ async def _placement_map(ep: EpisodeState[Any]) -> Region | None:
     )
 
 
-async def _ask_jointly(ep: EpisodeState[PatchConfig], patches: list[Rendered]) -> None:
+async def _ask_jointly(ep: ModeEpisode, patches: list[Rendered]) -> None:
     """One call carrying every patch, numbered, after the question; one answer."""
     count = len(patches)
     parts: list[Part] = [
@@ -228,7 +228,7 @@ async def _ask_jointly(ep: EpisodeState[PatchConfig], patches: list[Rendered]) -
     ep.answered(text, budget_forced=False)
 
 
-async def _vote(ep: EpisodeState[PatchConfig], patches: list[Rendered]) -> None:
+async def _vote(ep: ModeEpisode, patches: list[Rendered]) -> None:
     """Each patch asked alone and concurrently; eval votes over the answers."""
     cfg = ep.cfg
 

@@ -209,7 +209,7 @@ def _first(lines: list[str]) -> list[str]:
     return first_lines(lines, f"see {DRY_RUN_FILE}")
 
 
-def dry_run(
+def dry_run(  # noqa: PLR0913  one job's items, settings and where its estimate goes, each keyword-only
     items: Sequence[Item],
     *,
     wsi_root: Path,

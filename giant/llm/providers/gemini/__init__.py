@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 @register("provider")
 class GeminiSettings(BatchedSettings):
-    """Google's Gemini API through google-genai (giant.llm.providers.gemini.provider); flex as OpenAI's flex."""
+    """Google's Gemini API through google-genai (the class in `provider.py`); flex as OpenAI's flex."""
 
     implementation = "giant.llm.providers.gemini.provider:GeminiProvider"
     name: Method[Literal["gemini"]] = Field(description="The provider; picking `provider=<name>` sets it.")
