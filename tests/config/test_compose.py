@@ -17,6 +17,7 @@ REQUIRED = {
     "openai_compatible": ["provider.model=qwen2.5-vl", "provider.base_url=http://127.0.0.1:8000/v1"],
     "scripted": [f"provider.script={PROJECT_ROOT / 'conf' / 'config.yaml'}"],  # any existing file
     "vllm": ["provider=openai_compatible", "provider.model=Qwen/Qwen2.5-VL-7B-Instruct"],
+    "transformers": ["provider=openai_compatible", "provider.model=/models/tiny-llava"],
 }
 
 
