@@ -194,7 +194,7 @@ def _served_limit(provider: OpenAICompatibleSettings) -> tuple[int | None, str]:
     if facts.unconfirmed:
         return None, f"the server did not say: {'; '.join(facts.unconfirmed)}"[:300]
     if facts.max_model_len is None:
-        return None, f"{facts.server} does not report it"
+        return None, f"{'the server' if facts.server == 'unknown' else facts.server} does not report it"
     return facts.max_model_len, f"{provider.base_url}/models"
 
 

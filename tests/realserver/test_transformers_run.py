@@ -18,6 +18,8 @@ from giant.record import read_results
 from giant.record.summary import Summary
 from tests.realserver.served import offline_env
 
+# One worker runs every real-server test (make test: --dist loadgroup), so they share one server.
+pytestmark = pytest.mark.xdist_group("realserver")
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "run_eval.py"
 TIMEOUT = 600

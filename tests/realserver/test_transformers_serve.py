@@ -22,7 +22,7 @@ from PIL import Image
 import giant.config  # noqa: F401  (registers the `tools: all` option parse_agent's defaults compose)
 from giant.agent.modes import parse_agent
 from giant.errors import ConfigError
-from giant.eval.context_fit import check_server, image_need
+from giant.eval.context_fit import check_server, context_fit, image_need
 from giant.llm.config import OpenAICompatibleSettings, provider_settings
 from giant.llm.openai_compatible import OpenAICompatibleProvider
 from giant.llm.preflight import preflight
@@ -31,6 +31,9 @@ from giant.llm.types import FatalProviderError, ParseError
 from tests.llm.conftest import make_conversation, make_ctx
 from tests.realserver.tiny_vlm import CONTEXT, IMAGE_TOKENS
 
+# One worker runs every real-server test (make test: --dist loadgroup), so they share one server.
+# The session server takes tens of seconds to start on two busy cores: slow.
+pytestmark = [pytest.mark.xdist_group("realserver"), pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "open-models.md"
 T3 = parse_agent({"mode": "giant", "max_steps": 3, "crop_size": 256})
@@ -126,6 +129,14 @@ def test_the_preflight_proves_the_model_with_its_images_and_says_the_context_is_
     assert posts(tserve) == before + 1  # one image request, as many images as a T=3 prompt carries
     facts = preflight(settings(tserve, tiny_vlm), image_need(T3))
     assert facts.models == (str(tiny_vlm),) and facts.max_model_len is None
+
+
+def test_the_dry_run_marks_the_context_unknown_or_takes_the_setting(tserve: Server, tiny_vlm: Path) -> None:
+    unknown = context_fit([], T3, settings(tserve, tiny_vlm))
+    assert unknown is not None and unknown.max_model_len is None and unknown.rows == []
+    assert unknown.render()[0].startswith("context fit: max_model_len unknown (the server does not report it")
+    told = context_fit([], T3, settings(tserve, tiny_vlm, max_model_len=CONTEXT))
+    assert told is not None and told.max_model_len == CONTEXT and told.rows
 
 
 def test_a_model_name_the_server_refuses_stops_with_one_line(tserve: Server, tiny_vlm: Path) -> None:
