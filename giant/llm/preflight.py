@@ -38,7 +38,6 @@ PROBE_TIMEOUT_S = 120.0  # a first request may wait for the model to warm up; a 
 _NO_KEY = "not-needed"
 _FIXES = {
     "key": "the server wants a key: name its variable in provider.api_key_env",
-    "model_name": "check provider.model against the server's GET /v1/models",
     "server": "the server failed (5xx): check its log; a model still loading answers later",
     "context": "the server's context is too small even for the probe: raise its --max-model-len",
 }
@@ -50,10 +49,9 @@ class ServerFacts:
     and what the model list could not confirm (why, in a few words each)."""
 
     models: tuple[str, ...]
-    server: str  # vllm | ollama | llamacpp | transformers | unknown
+    server: str  # vllm | ollama | llamacpp | unknown
     max_model_len: int | None  # vLLM reports it; None elsewhere
-    unconfirmed: tuple[str, ...] = ()  # e.g. "GET /v1/models (Error code: 500)"
-    listed: bool = True  # the list names provider.model (llama.cpp: serves any name)
+    unconfirmed: tuple[str, ...] = ()  # e.g. "GET /v1/models (Internal Server Error)"
 
 
 @dataclass(frozen=True)
@@ -100,7 +98,7 @@ def served(client: openai.OpenAI, cfg: OpenAICompatibleSettings, key: str) -> Se
     except openai.OpenAIError as exc:
         if cause_of(exc) == "network":
             raise ConfigError(_refused(cfg, "GET /models", exc, key)) from None
-        return ServerFacts((), "unknown", None, (f"GET /v1/models ({redact(_text(exc), key)[:120]})",), False)
+        return ServerFacts((), "unknown", None, (f"GET /v1/models ({redact(_text(exc), key)[:120]})",))
     entries = list(page.data)
     ids = tuple(str(entry.id) for entry in entries)
     owners = {str(getattr(entry, "owned_by", "") or "") for entry in entries}
@@ -110,7 +108,7 @@ def served(client: openai.OpenAI, cfg: OpenAICompatibleSettings, key: str) -> Se
     entry = next((e for e in entries if e.id in (cfg.model, f"{cfg.model}:latest")), None)
     if entry is None and server != "llamacpp":
         what = "lists no model" if not ids else f"does not list provider.model={cfg.model}"
-        return ServerFacts(ids, server, None, (f"GET /v1/models {what}",), False)
+        return ServerFacts(ids, server, None, (f"GET /v1/models {what}",))
     extra = (entry.model_extra or {}) if entry is not None else {}
     limit = extra.get("max_model_len")
     return ServerFacts(ids, server, int(limit) if isinstance(limit, int) else None)

@@ -109,7 +109,7 @@ def test_a_model_list_that_fails_or_names_otherwise_leaves_the_verdict_to_the_im
     with serving(server) as base_url:
         facts = preflight(settings(base_url), NEED_20)
     assert server.requests == ["GET /v1/models", "POST /v1/chat/completions"]
-    assert facts.unconfirmed == (doubt,) and facts.max_model_len is None and not facts.listed
+    assert facts.unconfirmed == (doubt,) and facts.max_model_len is None
     images = [p for p in server.bodies[0]["messages"][0]["content"] if p["type"] == "image_url"]
     assert len(images) == 20
 
