@@ -13,7 +13,7 @@ import os
 import shutil
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -59,13 +59,15 @@ def server_settings(cli: Path) -> ServerSettings:
 def transformers_serve(model_dir: Path, work: Path) -> Iterator[Server]:
     """`transformers serve model_dir` answering on 127.0.0.1, stopped when the block exits."""
     settings = server_settings(transformers_cli())
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in offline_env(work).items():
-            patch.setenv(name, value)
-        with served(settings, str(model_dir), work) as server:
-            yield server
+    with ExitStack() as stack:
+        with pytest.MonkeyPatch.context() as patch:  # the server's environment only, not the tests'
+            for name, value in offline_env(work).items():
+                patch.setenv(name, value)
+            server = stack.enter_context(served(settings, str(model_dir), work))
+        yield server
 
 
-def chat_posts(server: Server) -> int:
-    """The chat requests the server has answered so far, from its access log."""
-    return server.log_path.read_text(errors="replace").count('"POST /v1/chat/completions HTTP/1.1"')
+def requests_seen(server: Server) -> tuple[int, int]:
+    """(chat requests, model-list requests) the server has answered so far, from its access log."""
+    log = server.log_path.read_text(errors="replace")
+    return log.count('"POST /v1/chat/completions HTTP/1.1"'), log.count('"GET /v1/models HTTP/1.1"')

@@ -16,7 +16,7 @@ from giant.eval.causes import record_cause
 from giant.llm.serve import Server
 from giant.record import read_results
 from giant.record.summary import Summary
-from tests.realserver.served import offline_env
+from tests.realserver.served import offline_env, requests_seen
 
 # One worker runs every real-server test (make test: --dist loadgroup), so they share one server.
 pytestmark = pytest.mark.xdist_group("realserver")
@@ -24,12 +24,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "run_eval.py"
 TIMEOUT = 600
 NOT_MEASURED = {"skipped", "budget_exceeded", "runner_error", "timeout", "transient", "provider_error"}
-
-
-def requests(server: Server) -> tuple[int, int]:
-    """(chat requests, model-list requests) the server has answered, from its access log."""
-    log = server.log_path.read_text(errors="replace")
-    return log.count('"POST /v1/chat/completions HTTP/1.1"'), log.count('"GET /v1/models HTTP/1.1"')
 
 
 def run(tmp: Path, server: Server, model: Path) -> subprocess.CompletedProcess[str]:
@@ -68,7 +62,7 @@ def _out_dir(proc: subprocess.CompletedProcess[str]) -> Path:
 def test_a_demo_run_measures_every_item_and_its_rerun_sends_nothing(
     tserve: Server, tiny_vlm: Path, tmp_path: Path
 ) -> None:
-    chats, lists = requests(tserve)
+    chats, lists = requests_seen(tserve)
     first = run(tmp_path, tserve, tiny_vlm)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-3000:]
     out = _out_dir(first)
@@ -81,13 +75,13 @@ def test_a_demo_run_measures_every_item_and_its_rerun_sends_nothing(
     totals = summary.totals
     assert totals.calls == sum(r.calls for r in records) and totals.calls >= 3
     assert totals.input_tokens > 3 * 16  # every prompt carries at least the overview's image tokens
-    sent, listed = requests(tserve)
+    sent, listed = requests_seen(tserve)
     # the preflight's one image request, then every call the ledger did not already hold
     assert (sent - chats, listed - lists) == (1 + totals.calls - totals.calls_replayed, 1)
     assert "not confirmed: the context length" in first.stderr + first.stdout
 
     again = run(tmp_path, tserve, tiny_vlm)
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-3000:]
-    assert requests(tserve) == (sent, listed)
+    assert requests_seen(tserve) == (sent, listed)
     rerun = json.loads((_out_dir(again) / "summary.json").read_text())
     assert rerun["n_items"] == 3 and rerun["complete"]

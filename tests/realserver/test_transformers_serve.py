@@ -29,6 +29,7 @@ from giant.llm.preflight import preflight
 from giant.llm.serve import Server
 from giant.llm.types import FatalProviderError, ParseError
 from tests.llm.conftest import make_conversation, make_ctx
+from tests.realserver.served import requests_seen
 from tests.realserver.tiny_vlm import CONTEXT, IMAGE_TOKENS
 
 # One worker runs every real-server test (make test: --dist loadgroup), so they share one server.
@@ -78,7 +79,7 @@ def ask(server: Server, model: Path, images: int = 0, text: str = "Which shape?"
 
 
 def posts(server: Server) -> int:
-    return server.log_path.read_text(errors="replace").count('"POST /v1/chat/completions HTTP/1.1"')
+    return requests_seen(server)[0]
 
 
 def documented(finding: str) -> str:
