@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 VENV_STAMP := .venv/.installed
 
-.PHONY: help install test test-fast lint docs docs-serve pictures bench demo ui tables compare clean
+.PHONY: help install install-serve test test-fast lint docs docs-serve pictures bench demo ui tables compare clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -21,6 +21,9 @@ TORCH_INDEX ?=
 install-conch: $(VENV_STAMP) ## add the CONCH tool: pinned PyTorch, then the conch extra (tokenizers)
 	$(PY) -m pip install -q $(TORCH_INDEX) "$(TORCH_SPEC)"
 	$(PY) -m pip install -q -e '.[dev,conch]'
+install-serve: $(VENV_STAMP) ## add transformers serve (server=transformers, tests/realserver): pinned PyTorch, then the serve extra
+	$(PY) -m pip install -q $(TORCH_INDEX) "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -e '.[dev,serve]'
 
 # Two pytest-xdist workers: most tests wait on subprocesses and servers, so two cores run the suite in
 # about two thirds of the serial time; the SLURM tests share one worker and one private cluster.

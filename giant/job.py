@@ -189,14 +189,17 @@ def _run(settings: RunSettings) -> float | None:
     paid = isinstance(settings.provider, SdkSettings)
     ledger = Ledger(settings.paths.cache_dir / LEDGER_DIR, replay=settings.run.ledger) if paid else None
     provider = build_provider(settings.provider, ledger=ledger)
-    from giant.eval.context_fit import check_server
-
-    check_server(settings.provider, settings.agent, provider)  # a self-hosted server, asked first
     config_hash = settings.config_hash()
     key = run_key(config_hash, data.dataset_hash)
     index = ResumeIndex(settings.paths.cache_dir / RESUME_DIR)
     previous = index.lookup(key) if settings.run.resume else None
     resume_from = Path(previous.out_dir) if previous else None
+    from giant.eval.context_fit import check_server
+    from giant.eval.resume import left_to_run
+
+    slots = {(item.key, k) for item in data.items for k in range(settings.run.runs_per_item)}
+    if left_to_run(resume_from, slots, retry_failed=settings.run.retry_failed):  # else nothing is sent
+        check_server(settings.provider, settings.agent, provider)  # a self-hosted server, asked first
 
     job = _start_tracking(settings, data, hydra_cfg, previous.mlflow_run_id if previous else None)
     index.record(key, out_dir, job.run_id if job else None)

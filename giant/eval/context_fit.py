@@ -192,8 +192,10 @@ def _served_limit(provider: OpenAICompatibleSettings) -> tuple[int | None, str]:
         facts = served(client, provider, "")
     except ConfigError as exc:
         return None, f"the server did not say: {exc}"[:300]
+    if facts.unconfirmed:
+        return None, f"the server did not say: {'; '.join(facts.unconfirmed)}"[:300]
     if facts.max_model_len is None:
-        return None, f"{facts.server} does not report it"
+        return None, f"{'the server' if facts.server == 'unknown' else facts.server} does not report it"
     return facts.max_model_len, f"{provider.base_url}/models"
 
 
@@ -203,14 +205,29 @@ def check_server(provider_settings: ProviderSettings, agent: AgentConfig, provid
     fit it."""
     if not isinstance(provider_settings, OpenAICompatibleSettings) or not provider_settings.preflight:
         return
-    facts = preflight(provider_settings, image_need(agent))
+    need = image_need(agent)
+    facts = preflight(provider_settings, need)
     limit = provider_settings.max_model_len or facts.max_model_len
+    doubts = list(facts.unconfirmed)
+    if facts.max_model_len is None:
+        doubts.append(
+            "the context length (unknown: set provider.max_model_len to check prompts against it)"
+            if limit is None
+            else f"the context length (provider.max_model_len={limit} is used)"
+        )
+    if doubts:
+        log.warning(
+            "preflight: %s answered provider.model=%s with %d image(s); not confirmed: %s",
+            provider_settings.base_url,
+            provider_settings.model,
+            need.images,
+            "; ".join(doubts),
+        )
     if limit is None:
         return
     provider.max_model_len = limit
     plan = mode_of(agent).plan(agent)
     family, rule = image_rule(provider_settings, FAMILIES["openai_high_detail"], "openai_high_detail")
-    need = image_need(agent)
     total = last_call_tokens(
         plan.calls if plan.conversation else 1,
         need.images,

@@ -118,6 +118,19 @@ def _retry_reason(record: ResultRecord, retry_failed: bool) -> str | None:
     return None
 
 
+def left_to_run(resume_from: Path | None, slots: set[tuple[str, int]], *, retry_failed: bool) -> int:
+    """How many of `slots` a run resumed from `resume_from` would run again (all without an earlier
+    results file), by carry_over's rule: a rerun with nothing left asks no server, not even the
+    preflight."""
+    source = JobLayout(resume_from).results if resume_from is not None else None
+    if source is None or not source.is_file():
+        return len(slots)
+    latest = latest_by_slot(read_results(source))
+    return sum(
+        1 for slot in slots if (record := latest.get(slot)) is None or _retry_reason(record, retry_failed)
+    )
+
+
 def carry_over(
     resume_from: Path,
     out_dir: Path,

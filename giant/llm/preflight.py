@@ -2,11 +2,19 @@
 
 A vLLM server started without room for the agent's images answers every item's second call with a
 400, and each item would end as a provider error: an hour of GPU time for a table of zeros. Two or
-three cheap requests tell first: `GET /v1/models` (the model is served; vLLM also reports
-`max_model_len`), then one tiny request carrying as many small images as the agent will send at most.
-A server that takes fewer stops the run with one line naming the fix (a ConfigError, exit 2). The
-limit is read from the server's own 400 ("At most N image(s) may be provided in one prompt."), never
-assumed: vLLM's default changed across versions and models differ.
+three cheap requests tell first: `GET /v1/models` (evidence: the model is listed; vLLM also reports
+`max_model_len`), then one tiny request carrying as many small images as the agent will send at most
+(the proof: the model answers under that name and takes the images). A server that takes fewer
+stops the run with one line naming the fix (a ConfigError, exit 2). The limit is read from the
+server's own 400 ("At most N image(s) may be provided in one prompt."), never assumed: vLLM's
+default changed across versions and models differ.
+
+The model list is evidence, not a gate: servers list differently (`transformers serve` 5.18 answers
+500 when its Hugging Face cache folder is missing and lists cached models, not the one it serves).
+A list that fails, is empty or names the model otherwise leaves the verdict to the image request;
+what could not be confirmed is kept in `ServerFacts.unconfirmed` for the run's one line. Only a
+server that cannot be reached at all, or a chat request that refuses the model name, stops the run
+before the image request says more.
 
 A sync client of its own: the run's async client is bound to the event loop the run will use.
 """
@@ -30,7 +38,6 @@ PROBE_TIMEOUT_S = 120.0  # a first request may wait for the model to warm up; a 
 _NO_KEY = "not-needed"
 _FIXES = {
     "key": "the server wants a key: name its variable in provider.api_key_env",
-    "model_name": "check provider.model against the server's GET /v1/models",
     "server": "the server failed (5xx): check its log; a model still loading answers later",
     "context": "the server's context is too small even for the probe: raise its --max-model-len",
 }
@@ -38,11 +45,13 @@ _FIXES = {
 
 @dataclass(frozen=True)
 class ServerFacts:
-    """What the preflight learned: the served ids, the server kind (from `owned_by`) and the context."""
+    """What the preflight learned: the served ids, the server kind (from `owned_by`), the context,
+    and what the model list could not confirm (why, in a few words each)."""
 
     models: tuple[str, ...]
     server: str  # vllm | ollama | llamacpp | unknown
     max_model_len: int | None  # vLLM reports it; None elsewhere
+    unconfirmed: tuple[str, ...] = ()  # e.g. "GET /v1/models (Internal Server Error)"
 
 
 @dataclass(frozen=True)
@@ -76,34 +85,44 @@ def preflight(cfg: OpenAICompatibleSettings, need: ImageNeed, *, http_client: An
         http_client=http_client,
     )
     facts = served(client, cfg, key)
-    if need.images >= 1:
-        _probe_images(client, cfg, need, key, facts)
+    _probe_images(client, cfg, need, key, facts)
     return facts
 
 
 def served(client: openai.OpenAI, cfg: OpenAICompatibleSettings, key: str) -> ServerFacts:
-    """Request 1: the served models. A model the server does not serve is one line listing those it
-    does (llama.cpp serves one model under any name, so there a mismatch passes)."""
+    """Request 1: the served models, as evidence. Only an unreachable server raises (the image
+    request would fail the same way); a refused, empty or otherwise-named list is kept in
+    `unconfirmed` and the image request decides."""
     try:
         page = client.models.list()
     except openai.OpenAIError as exc:
-        raise ConfigError(_refused(cfg, "GET /models", exc, key)) from None
+        if cause_of(exc) == "network":
+            raise ConfigError(_refused(cfg, "GET /models", exc, key)) from None
+        return ServerFacts((), "unknown", None, (f"GET /v1/models ({redact(_text(exc), key)[:120]})",))
     entries = list(page.data)
-    ids = tuple(entry.id for entry in entries)
+    ids = tuple(str(entry.id) for entry in entries)
     owners = {str(getattr(entry, "owned_by", "") or "") for entry in entries}
     server: str | None = next((kind for kind in ("vllm", "llamacpp") if kind in owners), None)
     if server is None:
         server = "ollama" if owners & {"library", "ollama"} else "unknown"
     entry = next((e for e in entries if e.id in (cfg.model, f"{cfg.model}:latest")), None)
     if entry is None and server != "llamacpp":
-        listed = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
-        raise ConfigError(
-            f"provider.model={cfg.model} is not served at provider.base_url={cfg.base_url}; it serves: "
-            f"{listed or 'nothing'} (pass one of them as provider.model)"
-        )
+        what = "lists no model" if not ids else f"does not list provider.model={cfg.model}"
+        return ServerFacts(ids, server, None, (f"GET /v1/models {what}",))
     extra = (entry.model_extra or {}) if entry is not None else {}
     limit = extra.get("max_model_len")
     return ServerFacts(ids, server, int(limit) if isinstance(limit, int) else None)
+
+
+def not_served_line(cfg: OpenAICompatibleSettings, facts: ServerFacts, said: str) -> str:
+    """The one line for a model name the server refuses, listing what it does serve if it said."""
+    ids = facts.models
+    listed = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+    fix = "pass one of them as provider.model" if ids else "check provider.model against the server's log"
+    return (
+        f"provider.model={cfg.model} is not served at provider.base_url={cfg.base_url} ({said[:200]}); "
+        f"it serves: {listed or 'nothing it lists'} ({fix})"
+    )
 
 
 def _probe_images(
@@ -111,11 +130,13 @@ def _probe_images(
 ) -> None:
     """Request 2: the most images the agent sends, one token of reply. Refused without the server's
     limit in its words (another server's wording), request 3 sends one image to tell "takes fewer"
-    from "takes none"."""
+    from "takes none". A refused model name stops here, whatever the list said."""
     error = _ask(client, cfg, need.images)
     if error is None:
         return
     text = _text(error)
+    if cause_of(error) == "model_name":
+        raise ConfigError(not_served_line(cfg, facts, redact(text, key)))
     found = IMAGE_LIMIT.search(text)
     if found:
         raise ConfigError(image_limit_line(cfg, need, int(found.group(1)), facts))
@@ -175,11 +196,12 @@ def _refused(cfg: OpenAICompatibleSettings, what: str, exc: openai.OpenAIError, 
 
 
 def _text(exc: openai.OpenAIError) -> str:
-    """The server's message: vLLM, Ollama and llama.cpp put it in error.message or message."""
+    """The server's message: vLLM, Ollama and llama.cpp put it in error.message or message;
+    FastAPI servers (transformers serve) in detail."""
     body: Any = getattr(exc, "body", None)
     if isinstance(body, dict):
         inner = body.get("error", body)
-        message = inner.get("message") if isinstance(inner, dict) else inner
+        message = (inner.get("message") or inner.get("detail")) if isinstance(inner, dict) else inner
         if message:
             return str(message).replace("\n", " ")
     return str(exc).replace("\n", " ")

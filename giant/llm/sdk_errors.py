@@ -35,8 +35,10 @@ IMAGE_LIMIT = re.compile(r"at most (\d+) image\(?s?\)? may be provided", re.I)
 _FLEX_BUSY = re.compile(r"resource.?unavailable|capacity", re.I)
 # A model flex processing does not serve: a 400 "Unsupported service_tier: flex".
 _FLEX_UNSUPPORTED = re.compile(r"service.?tier", re.I)
+# transformers serve started for one model answers any other name with a 400 "Server is pinned to".
 _MODEL = re.compile(
-    r"model_not_found|does not exist|not_found_error.*model|unknown model|model .*not found", re.I
+    r"model_not_found|does not exist|not_found_error.*model|unknown model|model .*not found|is pinned to",
+    re.I,
 )
 
 

@@ -1,7 +1,10 @@
-"""A model server started for one job and stopped with it (`server=vllm`, conf/server/vllm.yaml).
+"""A model server started for one job and stopped with it (`server=vllm` or `server=transformers`,
+conf/server/).
 
 On a cluster the GPUs belong to the job, so the server has to live inside it: started before the
-run, asked until it answers `GET /v1/models`, and stopped when the job ends however it ends (done,
+run, asked until it answers (`server.ready_path`: vLLM's `GET /v1/models` lists the model once it is
+loaded; `transformers serve` loads it before it listens, and its `GET /health` says so even where its
+model list fails), and stopped when the job ends however it ends (done,
 failed, SIGTERM from SLURM's time limit or scancel). A sweep over several open models is then one
 `-m` command, each job serving its own model on its own port, and no server outlives its job.
 
@@ -51,6 +54,10 @@ class ServerSettings(BaseModel):
         gt=0, description="Seconds to wait for the server to answer (a first start downloads the weights)."
     )
     args: list[str] = Field(description="More flags for the server, after the model, host and port.")
+    ready_path: str = Field(
+        pattern=r"^/",
+        description="The path that answers 200 once the model is loaded: /v1/models (vLLM) or /health.",
+    )
     log_file: str = Field(min_length=1, description="The server's log, in the job folder.")
 
     @classmethod
@@ -71,14 +78,21 @@ class ServerSettings(BaseModel):
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
 
+    @property
+    def ready_url(self) -> str:
+        return f"http://{self.host}:{self.port}{self.ready_path}"
+
 
 class Server:
     """A started server: where it answers and how to stop it."""
 
-    def __init__(self, process: subprocess.Popen[bytes], base_url: str, log_path: Path) -> None:
+    def __init__(
+        self, process: subprocess.Popen[bytes], base_url: str, log_path: Path, ready_url: str
+    ) -> None:
         self.process = process
         self.base_url = base_url
         self.log_path = log_path
+        self.ready_url = ready_url
 
     def stop(self) -> None:
         """SIGTERM to the server's process group, SIGKILL after STOP_GRACE_S; idempotent."""
@@ -117,7 +131,7 @@ def served(settings: ServerSettings, model: str, job_dir: Path) -> Iterator[Serv
             raise ConfigError(
                 f"server: cannot start {' '.join(command)} ({exc}); check server.command"
             ) from None
-    server = Server(process, settings.base_url, log_path)
+    server = Server(process, settings.base_url, log_path, settings.ready_url)
     print(f"server: {' '.join(command)} (pid {process.pid}, log {log_path})")
     previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
@@ -132,7 +146,7 @@ def served(settings: ServerSettings, model: str, job_dir: Path) -> Iterator[Serv
 
 def _wait_until_up(server: Server, timeout_s: float, model: str) -> None:
     deadline = time.monotonic() + timeout_s
-    url = f"{server.base_url}/models"
+    url = server.ready_url
     while True:
         code = server.process.poll()
         if code is not None:
@@ -151,13 +165,14 @@ def _wait_until_up(server: Server, timeout_s: float, model: str) -> None:
 
 
 def _answers(url: str) -> bool:
-    """True once the server lists its models (vLLM answers 200 only when the model is loaded)."""
+    """True once the server lists its models (vLLM answers 200 only when the model is loaded) or
+    says it is healthy (`{"status": "ok"}`: transformers serve, which listens only once loaded)."""
     try:
         reply = httpx2.get(url, timeout=5)
-        listed = reply.json() if reply.status_code == 200 else None
+        said = reply.json() if reply.status_code == 200 else None
     except (httpx2.HTTPError, httpx2.InvalidURL, ValueError):
         return False  # refused while it starts, a timeout, a half-written body or one not JSON
-    return isinstance(listed, dict) and isinstance(listed.get("data"), list)
+    return isinstance(said, dict) and (isinstance(said.get("data"), list) or said.get("status") == "ok")
 
 
 def _free_port(host: str) -> int:

@@ -18,6 +18,7 @@ REQUIRED = {
     "scripted": [f"provider.script={PROJECT_ROOT / 'conf' / 'config.yaml'}"],  # any existing file
     "vllm": ["provider=openai_compatible", "provider.model=Qwen/Qwen2.5-VL-7B-Instruct"],
     "custom": [f"dataset.path={PROJECT_ROOT / 'conf' / 'config.yaml'}"],  # any existing file
+    "transformers": ["provider=openai_compatible", "provider.model=/models/tiny-llava"],
 }
 
 

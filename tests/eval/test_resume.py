@@ -10,7 +10,7 @@ import pytest
 
 from giant.agent.modes import parse_agent
 from giant.errors import ConfigError
-from giant.eval.resume import RETRYABLE, ResumeIndex, carry_over, run_key
+from giant.eval.resume import RETRYABLE, ResumeIndex, carry_over, left_to_run, run_key
 from giant.record import RESULTS_FILE, ResultRecord, ResultsWriter, read_results
 from giant.record.summary import Summary, Totals
 from tests.eval.runner_fixtures import (
@@ -142,6 +142,25 @@ def test_carry_over_drops_foreign_skipped_and_retryable_records(tmp_path: Path) 
     assert [r.key for r in read_results(dest / RESULTS_FILE)] == ["demo/0"]
     with pytest.raises(ConfigError, match=r"no results\.jsonl"):
         carry_over(tmp_path / "nowhere", dest, slots, retry_failed=False)
+
+
+def test_left_to_run_counts_what_carry_over_would_run_again(tmp_path: Path) -> None:
+    """The job asks a self-hosted server (its preflight) only when this is above zero."""
+    source = tmp_path / "old"
+    slots = {(f"demo/{i}", 0) for i in range(3)}
+    assert left_to_run(None, slots, retry_failed=False) == 3
+    assert left_to_run(tmp_path / "nowhere", slots, retry_failed=False) == 3
+    with ResultsWriter(source / RESULTS_FILE) as writer:
+        for key, status in [("demo/0", "answered"), ("demo/1", "timeout"), ("x/9", "answered")]:
+            writer.append(record(key, status))
+    assert left_to_run(source, slots, retry_failed=False) == 1  # demo/2 has no record
+    assert left_to_run(source, slots, retry_failed=True) == 2  # and the timeout runs again
+    with ResultsWriter(source / RESULTS_FILE) as writer:
+        writer.append(record("demo/2", "answered"))
+    assert left_to_run(source, slots, retry_failed=False) == 0
+    for retry_failed in (False, True):
+        kept = carry_over(source, tmp_path / f"new{retry_failed}", slots, retry_failed=retry_failed).kept
+        assert left_to_run(source, slots, retry_failed=retry_failed) == len(slots) - len(kept)
 
 
 def test_resume_index_maps_the_run_key_to_the_latest_output_dir(tmp_path: Path) -> None:

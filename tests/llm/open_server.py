@@ -37,10 +37,25 @@ class OpenServer:
     think: bool = False  # <think>...</think> before the JSON (a reasoning model, no reasoning parser)
     reasoning_field: str | None = None  # reasoning_content | reasoning: the parser's field beside content
     reasoning: str = "I see tumour on the left."  # each step's reasoning (a fake vLLM names its model here)
+    # GET /v1/models as a server that lists differently answers it: "list" (each flavour's own body),
+    # "500" (transformers serve 5.18 without its Hugging Face cache folder), "empty" (it lists cached
+    # models only), or another name for each model ("renamed").
+    models_reply: str = "list"
     requests: list[str] = field(default_factory=list)  # "GET /v1/models", "POST /v1/chat/completions"
     bodies: list[dict[str, Any]] = field(default_factory=list)  # each chat request's JSON body
     chats: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def models_answer(self) -> tuple[int, dict[str, Any]]:
+        if self.models_reply == "500":
+            return 500, {"detail": "Internal Server Error"}
+        body = self.models_body()
+        if self.models_reply == "empty":
+            body["data"] = []
+        elif self.models_reply == "renamed":
+            for entry in body["data"]:
+                entry["id"] = f"models--{entry['id'].replace('/', '--')}"
+        return 200, body
 
     def models_body(self) -> dict[str, Any]:
         if self.flavour.startswith("vllm"):
@@ -86,6 +101,15 @@ class OpenServer:
         if body["model"] not in self.models and self.flavour == "ollama":
             message = f'model "{body["model"]}" not found, try pulling it first'
             return 404, {"error": {"message": message, "type": "api_error", "param": None, "code": None}}
+        if body["model"] not in self.models and self.flavour.startswith("vllm"):
+            message = f"The model `{body['model']}` does not exist."
+            return 404, {
+                "object": "error",
+                "message": message,
+                "type": "NotFoundError",
+                "param": None,
+                "code": 404,
+            }
         images = sum(
             1
             for message in body["messages"]
@@ -132,7 +156,7 @@ def _handler(server: OpenServer) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             server.requests.append(f"GET {self.path}")
             if self.path == "/v1/models":
-                self._reply(200, server.models_body())
+                self._reply(*server.models_answer())
             else:
                 self._reply(404, {"error": {"message": "not found"}})
 

@@ -44,6 +44,8 @@ def _error(api: MockAPI, cfg: object) -> ProviderError:
             {"error": {"message": "The model `gpt-9` does not exist", "code": "model_not_found"}},
             "model_name",
         ),
+        # transformers serve started for another model (a FastAPI `detail` body)
+        (400, {"detail": "Server is pinned to '/models/a'; requested 'gpt-9'."}, "model_name"),
         (
             429,
             {"error": {"message": "You exceeded your current quota", "code": "insufficient_quota"}},

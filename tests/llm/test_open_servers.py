@@ -69,17 +69,100 @@ def test_a_server_that_takes_the_images_passes_and_reports_its_context() -> None
     assert len(server.requests) == 2
 
 
-def test_an_unknown_model_is_one_line_listing_the_served_ones() -> None:
-    server = OpenServer("ollama", models=("qwen2.5vl:7b", "gemma3:12b"))
+@pytest.mark.parametrize(
+    ("flavour", "said"),
+    [
+        ("ollama", 'model "llava" not found, try pulling it first'),
+        ("vllm", "The model `llava` does not exist."),
+    ],
+)
+def test_an_unknown_model_is_one_line_listing_the_served_ones(flavour: str, said: str) -> None:
+    """The list is evidence; the chat request's 404 is the verdict, and the line lists what is served."""
+    server = OpenServer(flavour, models=("qwen2.5vl:7b", "gemma3:12b"))
     with serving(server) as base_url, pytest.raises(ConfigError) as err:
         preflight(settings(base_url, model="llava"), NEED_20)
     assert str(err.value) == (
-        f"provider.model=llava is not served at provider.base_url={base_url}; it serves: qwen2.5vl:7b, "
-        "gemma3:12b (pass one of them as provider.model)"
+        f"provider.model=llava is not served at provider.base_url={base_url} ({said}); it serves: "
+        "qwen2.5vl:7b, gemma3:12b (pass one of them as provider.model)"
     )
-    assert server.requests == ["GET /v1/models"]
+    assert server.requests == ["GET /v1/models", "POST /v1/chat/completions"]
+    assert server.bodies[0]["model"] == "llava"
     with serving(server) as base_url:  # an Ollama tag without ":latest" is the same model
-        assert preflight(settings(base_url, model="qwen2.5vl:7b"), NEED_20).server == "ollama"
+        facts = preflight(settings(base_url, model="qwen2.5vl:7b"), NEED_20)
+        assert facts.server == flavour and facts.unconfirmed == ()
+
+
+@pytest.mark.parametrize(
+    ("reply", "doubt"),
+    [
+        ("500", "GET /v1/models (Internal Server Error)"),
+        ("empty", "GET /v1/models lists no model"),
+        ("renamed", f"GET /v1/models does not list provider.model={QWEN}"),
+    ],
+)
+def test_a_model_list_that_fails_or_names_otherwise_leaves_the_verdict_to_the_image_request(
+    reply: str, doubt: str
+) -> None:
+    """transformers serve 5.18 answers GET /v1/models with 500 without its cache folder and lists only
+    cached models: the image request proves the model is served and takes the images."""
+    server = OpenServer("ollama", models=(QWEN,), models_reply=reply)
+    with serving(server) as base_url:
+        facts = preflight(settings(base_url), NEED_20)
+    assert server.requests == ["GET /v1/models", "POST /v1/chat/completions"]
+    assert facts.unconfirmed == (doubt,) and facts.max_model_len is None
+    images = [p for p in server.bodies[0]["messages"][0]["content"] if p["type"] == "image_url"]
+    assert len(images) == 20
+
+
+@pytest.mark.parametrize("reply", ["500", "empty"])
+def test_a_refused_model_name_still_stops_after_an_unhelpful_list(reply: str) -> None:
+    server = OpenServer("ollama", models=(QWEN,), models_reply=reply)
+    with serving(server) as base_url, pytest.raises(ConfigError) as err:
+        preflight(settings(base_url, model="llava"), NEED_20)
+    assert str(err.value) == (
+        f'provider.model=llava is not served at provider.base_url={base_url} (model "llava" not found, '
+        "try pulling it first); it serves: nothing it lists (check provider.model against the server's log)"
+    )
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("reply", ["500", "empty"])
+def test_an_image_limit_still_stops_after_an_unhelpful_list(reply: str) -> None:
+    server = OpenServer("vllm_new", image_limit=4, models_reply=reply)
+    with serving(server) as base_url, pytest.raises(ConfigError) as err:
+        preflight(settings(base_url), NEED_20)
+    assert str(err.value).startswith(f"provider.base_url={base_url} takes at most 4 image(s) per prompt")
+    assert len(server.requests) == 2
+
+
+def test_what_could_not_be_confirmed_is_one_line_and_the_setting_fills_the_context(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Holder:
+        max_model_len: int | None = None
+
+    server = OpenServer("ollama", models=(QWEN,), models_reply="500")
+    with serving(server) as base_url, caplog.at_level("WARNING", logger="giant.eval.context_fit"):
+        check_server(settings(base_url), T20, Holder())
+        check_server(settings(base_url, max_model_len=16384), T20, holder := Holder())
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("preflight:")]
+    assert lines == [
+        f"preflight: {base_url} answered provider.model={QWEN} with 20 image(s); not confirmed: GET "
+        "/v1/models (Internal Server Error); the context length (unknown: set provider.max_model_len to "
+        "check prompts against it)",
+        f"preflight: {base_url} answered provider.model={QWEN} with 20 image(s); not confirmed: GET "
+        "/v1/models (Internal Server Error); the context length (provider.max_model_len=16384 is used)",
+    ]
+    assert holder.max_model_len == 16384
+
+
+def test_a_vllm_that_lists_the_model_and_its_context_leaves_nothing_unconfirmed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = OpenServer("vllm", max_model_len=16384)
+    with serving(server) as base_url, caplog.at_level("WARNING", logger="giant.eval.context_fit"):
+        check_server(settings(base_url), T20, object.__new__(type("H", (), {"max_model_len": None})))
+    assert not [r for r in caplog.records if r.getMessage().startswith("preflight:")]
 
 
 def test_llama_cpp_serves_its_one_model_under_any_name() -> None:

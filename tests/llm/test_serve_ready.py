@@ -1,4 +1,5 @@
-"""giant.llm.serve's readiness poll (`GET /v1/models` until the model is listed) against a loopback
+"""giant.llm.serve's readiness poll (`server.ready_path`: `GET /v1/models` until the model is listed,
+or `GET /health` until it says ok, as transformers serve does) against a loopback
 server, and the rule behind it: giant speaks HTTP through httpx2 only, its one client (proxy, TLS and
 timeout behaviour the same for every request it sends)."""
 
@@ -11,6 +12,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
+import yaml
 
 from giant.llm.serve import _answers
 from scripts.import_layers import modules
@@ -23,6 +25,9 @@ REPLIES = {  # path: (status, body)
     "/proxy/v1/models": (200, b"<html>a login page</html>"),
     "/list/v1/models": (200, b"[]"),
     "/empty/v1/models": (200, b'{"object": "list"}'),
+    "/health": (200, b'{"status": "ok"}'),
+    "/sick/health": (503, b'{"status": "unhealthy", "reason": "cb_worker_dead"}'),
+    "/odd/health": (200, b'{"status": "starting"}'),
 }
 
 
@@ -59,6 +64,25 @@ def test_ready_once_the_models_are_listed(base: str) -> None:
 @pytest.mark.parametrize("flavour", ["loading", "proxy", "list", "empty", "torn"])
 def test_anything_else_is_not_ready_yet(base: str, flavour: str) -> None:
     assert not _answers(f"{base}/{flavour}/v1/models")
+
+
+def test_a_health_path_is_ready_once_it_says_ok(base: str) -> None:
+    assert _answers(f"{base}/health")
+    assert not _answers(f"{base}/sick/health") and not _answers(f"{base}/odd/health")
+
+
+def test_each_server_option_waits_on_its_own_path() -> None:
+    from giant.llm.serve import ServerSettings
+    from tests.realserver.served import CONF
+
+    paths = {}
+    for conf in sorted(CONF.parent.glob("*.yaml")):
+        data = yaml.safe_load(conf.read_text())["server"]
+        paths[conf.stem] = ServerSettings.from_data({**data, "port": 8000}).ready_url
+    assert paths == {
+        "transformers": "http://127.0.0.1:8000/health",
+        "vllm": "http://127.0.0.1:8000/v1/models",
+    }
 
 
 def test_a_port_nobody_listens_on_is_not_ready() -> None:
