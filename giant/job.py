@@ -27,6 +27,7 @@ from giant.tracking.names import OUTPUT_DIR_TAG, OVERRIDES_TAG
 
 if TYPE_CHECKING:  # imported where used: a dry run never loads MLflow
     from giant.data.slides import Located
+    from giant.eval.annotation_settings import AnnotationSettings
     from giant.llm.serve import ServerSettings
     from giant.tracking.mlflow_logger import JobRun
 
@@ -39,11 +40,19 @@ CONFIG_ARTIFACTS = "config"  # MLflow artifact folder of resolved_config.json an
 class JobData:
     """The items of a job, where their slides are, and the data defects that concern them."""
 
-    def __init__(self, items: list[Item], wsi_root: Path, dataset_hash: str, defects: list[Defect]) -> None:
+    def __init__(
+        self,
+        items: list[Item],
+        wsi_root: Path,
+        dataset_hash: str,
+        defects: list[Defect],
+        annotations: AnnotationSettings | None = None,
+    ) -> None:
         self.items = items
         self.wsi_root = wsi_root
         self.dataset_hash = dataset_hash
         self.defects = defects
+        self.annotations = annotations  # dataset.annotations with the demo's own folder filled in
 
 
 def load_data(settings: RunSettings) -> JobData:
@@ -52,11 +61,14 @@ def load_data(settings: RunSettings) -> JobData:
     ds = settings.dataset
     csv: Path | HubFile = ds.csv_path or HubFile(ds.hf_repo, ds.hf_file, settings.paths.cache_dir / "hf")
     wsi_root = ds.wsi_root
+    annotations = ds.annotations
     if ds.source == "demo" and ds.csv_path is None:
         from giant.data.demo import build_demo
 
         demo = build_demo(settings.paths.cache_dir / "demo")
         csv, wsi_root = demo.csv_path, demo.wsi_root
+        if annotations.path is None:  # the painted markers, as GeoJSON
+            annotations = annotations.model_copy(update={"path": demo.annotations})
     dataset = load_multipathqa(
         csv,
         benchmarks=[ds.benchmark] if ds.benchmark else None,
@@ -76,7 +88,7 @@ def load_data(settings: RunSettings) -> JobData:
     chosen = {item.key for item in items}
     # A kept or repaired defect matters when its item runs; a dropped one always shaped the item set.
     defects = [d for d in dataset.defects if d.resolution == "dropped" or d.key in chosen]
-    return JobData(items, root, dataset.content_hash, defects)
+    return JobData(items, root, dataset.content_hash, defects, annotations)
 
 
 def select_items(items: Sequence[Item], *, limit: int | None, item_ids: Sequence[str] | None) -> list[Item]:
@@ -141,6 +153,7 @@ def _run(settings: RunSettings) -> float | None:
         _dry_run(settings, data, out_dir)
         return None
 
+    from giant.eval.annotations import Annotations
     from giant.eval.gpu_cost import GpuRate
     from giant.eval.resume import ResumeIndex, run_key
     from giant.eval.runner import run_eval
@@ -150,6 +163,7 @@ def _run(settings: RunSettings) -> float | None:
     from giant.llm.pricing import Pricing
 
     located = check_slides(data, settings)  # before any MLflow run or provider call
+    annotations = Annotations.of(data.annotations)  # a wrong folder is said before anything starts
     # Only the SDK providers pay for calls, so only they keep them (and the trajectories link its images).
     paid = isinstance(settings.provider, SdkSettings)
     ledger = Ledger(settings.paths.cache_dir / LEDGER_DIR, replay=settings.run.ledger) if paid else None
@@ -193,6 +207,7 @@ def _run(settings: RunSettings) -> float | None:
                 located=located,
                 tools=tools,
                 gpu=GpuRate.of(settings.provider),
+                annotations=annotations,
             )
         )
         if stop.requested and not summary.complete:  # a stop after the last item changes nothing

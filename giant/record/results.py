@@ -24,6 +24,7 @@ from giant.atomic import write_atomic
 from giant.core import SetupCause, Status
 from giant.errors import ConfigError
 from giant.llm.types import TokenCounts
+from giant.record.navigation import Navigation
 
 # Statuses beyond the episode's (giant.core.Status): decided by the runner, not the episode.
 RunnerStatus = Literal["skipped", "unparseable", "runner_error"]
@@ -57,6 +58,9 @@ class ResultRecord(TokenCounts):
     dollars: float | None = 0.0  # None when the model had no price
     seconds: float = 0.0
     trajectory: str | None = None  # folder relative to the run's output directory
+    # Where the model looked, with evidence against the slide's annotations (giant.record.navigation);
+    # None for item-runs without an episode and lines written before it was recorded
+    navigation: Navigation | None = None
 
     @property
     def slot(self) -> tuple[str, int]:
