@@ -12,7 +12,8 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from giant.record.trajectory import Region, Trajectory
+from giant.record.navigation import crop_regions, seen_mpp
+from giant.record.trajectory import Region
 from giant.report.facts import ItemRun
 from giant.wsi import SlideError
 from giant.wsi.slide import Slide
@@ -57,20 +58,6 @@ class Tally:
     label: str
     item_runs: int
     correct: int
-
-
-def crop_regions(traj: Trajectory) -> list[Region]:
-    """Every region but the step-0 overview: the model's zooms (and random_regions' sampled boxes)."""
-    overview = next((r for r in traj.regions if r.call_index == 0), None)
-    return [region for region in traj.regions if region is not overview]
-
-
-def seen_mpp(traj: Trajectory, region: Region) -> float | None:
-    """Microns per pixel of the image sent: level-0 microns across the box over its pixels."""
-    if traj.slide_mpp is None:
-        return None
-    side = max(region.output_width, region.output_height)
-    return traj.slide_mpp * max(region.read.w, region.read.h) / side if side else None
 
 
 Slot = tuple[str, int]  # (item key, run index)

@@ -5,7 +5,7 @@
   is read too). Target polygons are drawn onto a grid of ANNOTATION_SIDE cells on the long side; a
   polygon's later rings are holes.
 - Label masks: an image whose pixel values are classes (the first channel of an RGB file, as PANDA's
-  `<image_id>_mask.tiff`). A pyramidal TIFF is read at its coarsest level still at least ANNOTATION_SIDE
+  `<image_id>_mask.tiff`). A pyramidal TIFF is read at its coarsest level still at least MASK_LEVEL_SIDE
   on the long side, never whole at level 0 (a PANDA mask is tens of thousands of pixels on a side); a
   flat image is read as it is, up to MAX_FLAT_PIXELS. `downsample` is level-0 pixels per mask pixel
   (None: the slide's width over the mask's).
@@ -27,7 +27,10 @@ from PIL import Image, ImageDraw
 from giant.wsi.tissue import CropTissue
 
 ANNOTATION_SIDE = 2048  # cells on the long side of a GeoJSON grid (a 24 px marker of a 3200 px slide: 15)
-MAX_FLAT_PIXELS = 64_000_000  # a flat (one-level) label mask larger than this must be a pyramid instead
+# A pyramidal mask is read at its coarsest level at least this long: PANDA's level 2 (1/16, ~8 µm per
+# cell, ~12 MB as RGBA) rather than level 1 (~190 MB); a 1 µm/px crop then spans over a hundred cells.
+MASK_LEVEL_SIDE = 1024
+MAX_FLAT_PIXELS = 16_000_000  # read whole at most this (64 MB as RGBA): a larger mask must be a pyramid
 
 
 class AnnotationError(ValueError):
@@ -115,11 +118,15 @@ def _mask_values(path: Path) -> tuple[np.ndarray, float]:
         handle = None
     if handle is not None:
         with handle:
-            if handle.level_count > 1:
-                level = _coarsest_level(handle.level_dimensions)
-                w, h = handle.level_dimensions[level]
-                rgba = np.asarray(handle.read_region((0, 0), level, (w, h)))
-                return rgba[..., 0], handle.level_dimensions[0][0] / w
+            level = _coarsest_level(handle.level_dimensions)
+            w, h = handle.level_dimensions[level]
+            if w * h > MAX_FLAT_PIXELS:
+                raise AnnotationError(
+                    f"{path}: its coarsest level of at least {MASK_LEVEL_SIDE} px is {w}x{h}, too large to "
+                    "read whole; write it with more pyramid levels or at a lower resolution"
+                )
+            rgba = np.asarray(handle.read_region((0, 0), level, (w, h)))
+            return rgba[..., 0], handle.level_dimensions[0][0] / w
     try:
         with Image.open(path) as image:
             if image.width * image.height > MAX_FLAT_PIXELS:
@@ -136,6 +143,6 @@ def _mask_values(path: Path) -> tuple[np.ndarray, float]:
 
 
 def _coarsest_level(dimensions: tuple[tuple[int, int], ...]) -> int:
-    """The coarsest level whose long side is still ANNOTATION_SIDE or more (level 0 if none is)."""
-    fit = [n for n, (w, h) in enumerate(dimensions) if max(w, h) >= ANNOTATION_SIDE]
+    """The coarsest level whose long side is still MASK_LEVEL_SIDE or more (level 0 if none is)."""
+    fit = [n for n, (w, h) in enumerate(dimensions) if max(w, h) >= MASK_LEVEL_SIDE]
     return max(fit) if fit else 0
