@@ -48,7 +48,7 @@ def _geojson(folder: Path) -> Path:
     hole = [[t.x + 10, t.y + 10], [t.x + 20, t.y + 10], [t.x + 20, t.y + 20], [t.x + 10, t.y + 10]]
     features = [
         {"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [ring, hole]},
-         "properties": {"objectType": "annotation", "classification": {"name": "Tumor", "color": [200, 0, 0]}}},
+         "properties": {"objectType": "annotation", "classification": {"name": "Tumor"}}},
         # another class over the crop beside: not a target, so never a hit
         {"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [
             [[5000, 2048], [7000, 2048], [7000, 4048], [5000, 4048], [5000, 2048]]]},
@@ -169,7 +169,7 @@ def test_a_slide_without_annotations_is_not_annotated_never_a_miss(
             status="answered",
             correct=correct,
             navigation=nav,
-        )  # fmt: skip
+        )
         for n, (correct, nav) in enumerate(
             [
                 (True, Navigation(crops=2, hit=True, first_hit_step=2, hit_steps=[False, True])),
