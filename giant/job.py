@@ -26,10 +26,14 @@ from giant.record.summary import Summary
 from giant.tracking.names import OUTPUT_DIR_TAG, OVERRIDES_TAG
 
 if TYPE_CHECKING:  # imported where used: a dry run never loads MLflow
+    from collections.abc import Callable
+
     from giant.data.slides import Located
     from giant.eval.annotation_settings import AnnotationSettings
     from giant.llm.serve import ServerSettings
+    from giant.record.trajectory import Trajectory
     from giant.tracking.mlflow_logger import JobRun
+    from giant.tracking.viewer import Outlines
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +217,9 @@ def _run(settings: RunSettings) -> float | None:
         if stop.requested and not summary.complete:  # a stop after the last item changes nothing
             raise Interrupted(stop)
         layout = JobLayout(out_dir)
-        outputs = write_outputs(settings, summary, layout, run_id=job.run_id if job else None)
+        outputs = write_outputs(
+            settings, summary, layout, run_id=job.run_id if job else None, annotations=data.annotations
+        )
         if job is not None:
             finish_tracking(job, settings, summary, layout, outputs)
     _report(settings, summary, out_dir, job.run_id if job else None)
@@ -312,11 +318,17 @@ def _start_tracking(
 
 
 def write_outputs(
-    settings: RunSettings, summary: Summary, layout: JobLayout, *, run_id: str | None = None
+    settings: RunSettings,
+    summary: Summary,
+    layout: JobLayout,
+    *,
+    run_id: str | None = None,
+    annotations: AnnotationSettings | None = None,
 ) -> dict[str, Path]:
     """The job folder's derived files, written with or without MLflow (tracking only uploads them):
     artifact path -> file. The trajectory.html pages go into the trajectory folders; `run_id` is the
-    MLflow run they are logged to (their images then also load in MLflow's artifact view)."""
+    MLflow run they are logged to (their images then also load in MLflow's artifact view);
+    `annotations` (the job's, JobData.annotations) draw the target regions under the crop boxes."""
     from giant.tracking.artifacts import write_confusion_matrix, write_defects, write_predictions
     from giant.tracking.viewer import write_job_pages
 
@@ -333,11 +345,25 @@ def write_outputs(
         files[defects.name] = defects
     resolved = write_resolved_config(layout.out_dir, settings.record())
     files[f"{CONFIG_ARTIFACTS}/{resolved.name}"] = resolved
-    write_job_pages(layout.out_dir, mlflow_run_id=run_id)  # trajectory.html in each trajectory folder
+    write_job_pages(layout.out_dir, mlflow_run_id=run_id, outlines=_outlines(annotations))
     report = _write_run_report(layout)
     if report is not None:
         files[report.name] = report
     return files
+
+
+def _outlines(settings: AnnotationSettings | None) -> Callable[[Trajectory], Outlines] | None:
+    """A trajectory's slide's annotated target regions, for its page (None: no annotations)."""
+    from giant.eval.annotations import Annotations
+
+    found = (
+        Annotations.of(settings)
+        if settings is not None and settings.path and settings.path.is_dir()
+        else None
+    )
+    if found is None:
+        return None
+    return lambda traj: found.outlines(Path(traj.slide_path), traj.slide_width, traj.slide_height)
 
 
 def finish_tracking(

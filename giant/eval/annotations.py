@@ -20,7 +20,7 @@ from pathlib import Path
 
 from giant.errors import ConfigError
 from giant.eval.annotation_settings import AnnotationSettings
-from giant.wsi.annotations import AnnotationError, geojson_grid, mask_grid
+from giant.wsi.annotations import AnnotationError, geojson_grid, grid_outlines, mask_grid, outlines
 from giant.wsi.tissue import CropTissue
 
 log = logging.getLogger(__name__)
@@ -82,6 +82,20 @@ class Annotations:
             while len(self._grids) > ANNOTATIONS_KEPT:
                 self._grids.popitem(last=False)
         return grid
+
+    def outlines(self, slide: Path, width: int, height: int) -> list[list[tuple[float, float]]]:
+        """The target regions' outlines in level-0 px, for drawing: a GeoJSON file's polygons, a label
+        mask's connected target areas as their bounding boxes. Empty: not annotated."""
+        found = self.files(slide)
+        if found is None:
+            return []
+        if found.name.endswith(GEOJSON_SUFFIXES):
+            try:
+                return outlines(found, set(self.settings.targets))
+            except (OSError, ValueError):
+                return []
+        grid = self.target(slide, width, height)
+        return [] if grid is None else grid_outlines(grid)
 
     def _build(self, found: Path, slide: Path, width: int, height: int) -> CropTissue:
         targets = set(self.settings.targets)

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import openslide
 from PIL import Image, ImageDraw
+from scipy import ndimage
 
 from giant.wsi.tissue import CropTissue
 
@@ -92,6 +93,21 @@ def outlines(path: Path, targets: Collection[str]) -> list[list[tuple[float, flo
         coords = geometry.get("coordinates") or []
         polygons = [coords] if geometry.get("type") == "Polygon" else coords
         rings += [[(float(x), float(y)) for x, y, *_ in polygon[0]] for polygon in polygons if polygon]
+    return rings
+
+
+def grid_outlines(grid: CropTissue) -> list[list[tuple[float, float]]]:
+    """Each connected area of a grid as its bounding box (a closed ring in level-0 px)."""
+    rows, cols = grid.shape
+    sx, sy = grid.width / cols, grid.height / rows
+    labels, _ = ndimage.label(grid.cells())
+    rings = []
+    for found in ndimage.find_objects(labels):
+        if found is None:
+            continue
+        ys, xs = found
+        x0, x1, y0, y1 = xs.start * sx, xs.stop * sx, ys.start * sy, ys.stop * sy
+        rings.append([(x0, y0), (x1, y0), (x1, y1), (x0, y1), (x0, y0)])
     return rings
 
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from giant.data.demo import SLIDES, build_demo, markers
 from giant.tracking.names import CI_HIGH_SUFFIX, NAVIGATION_METRIC_PREFIX
+from tests.browser import open_page, serve
 from tests.cli.test_rescore import RESCORE
 from tests.cli.test_run_eval import Env
 
@@ -49,10 +51,16 @@ def _job(cli: Env, name: str, *args: str) -> tuple[dict, dict[str, float]]:
     return json.loads((folder / "summary.json").read_text()), cli.client().get_run(run_id).data.metrics
 
 
+@pytest.fixture(scope="module")
+def giant_job(cli: Env) -> tuple[dict, dict[str, float]]:
+    return _job(cli, "giant", "provider=scripted", f"provider.script={_script(cli)}")
+
+
 @pytest.mark.slow
-def test_the_demo_hit_rate_is_1_when_the_model_crops_the_markers_and_lower_at_random(cli: Env) -> None:
-    script = _script(cli)
-    summary, metrics = _job(cli, "giant", "provider=scripted", f"provider.script={script}")
+def test_the_demo_hit_rate_is_1_when_the_model_crops_the_markers_and_lower_at_random(
+    cli: Env, giant_job: tuple[dict, dict[str, float]]
+) -> None:
+    summary, metrics = giant_job
     nav = summary["navigation"]
     assert nav["annotated"] == 8 and nav["not_annotated"] == 0
     assert nav["hit_rate"]["point"] == 1.0 and metrics[HIT_RATE] == 1.0
@@ -98,3 +106,28 @@ def test_annotations_added_after_the_run_count_in_a_rescore_without_provider_cal
     assert after["navigation"]["coverage"] == pytest.approx(before["navigation"]["coverage"])
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert all(r["navigation"]["hit"] is True for r in records)
+
+
+@pytest.mark.slow
+def test_the_pages_draw_the_curves_and_the_annotations_under_the_crop_boxes(
+    browser: Any, cli: Env, giant_job: tuple[dict, dict[str, float]]
+) -> None:
+    folder = cli.tmp / "giant"
+    page_path = sorted(folder.glob("trajectories/*/run0/trajectory.html"))[0]
+    with serve(folder) as base:
+        with open_page(browser, f"{base}/report.html") as opened:
+            page = opened.page
+            assert page.locator("#by-step polyline.mpp").count() == 1
+            assert page.locator("#by-step polyline.hits").count() == 1
+            points = page.get_attribute("#by-step polyline.hits", "points") or ""
+            assert len(points.split()) == 8  # one point per crop
+            assert opened.errors == []
+        with open_page(browser, f"{base}/{page_path.relative_to(folder).as_posix()}") as opened:
+            page = opened.page
+            assert page.locator("svg.overview polygon.annotation").count() >= 1  # the slide's markers
+            # under the boxes: every outline comes before the first crop box in the drawing order
+            order = page.eval_on_selector_all(
+                "svg.overview polygon.annotation, svg.overview rect", "els => els.map(e => e.tagName)"
+            )
+            assert order.index("rect") > max(i for i, tag in enumerate(order) if tag == "polygon")
+            assert opened.errors == []
