@@ -6,6 +6,7 @@ same hit rate from its trajectories with no provider (the script is gone by then
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 from pathlib import Path
@@ -13,11 +14,13 @@ from typing import Any
 
 import pytest
 
+from giant.compare.stats import mcnemar_exact
 from giant.data.demo import SLIDES, build_demo, markers
 from giant.tracking.names import CI_HIGH_SUFFIX, NAVIGATION_METRIC_PREFIX
 from tests.browser import open_page, serve
 from tests.cli.test_rescore import RESCORE
 from tests.cli.test_run_eval import Env
+from tests.compare.conftest import COMPARE
 
 HIT_RATE = f"{NAVIGATION_METRIC_PREFIX}hit_rate"
 PAD = 18  # a 60 px box around a 24 px marker: 16% of it is marker (hit_overlap 0.1)
@@ -74,6 +77,19 @@ def test_the_demo_hit_rate_is_1_when_the_model_crops_the_markers_and_lower_at_ra
     assert rand["navigation"]["annotated"] == 8
     assert rand["navigation"]["hit_rate"]["point"] <= 0.5 and rand_metrics[HIT_RATE] <= 0.5
     assert rand_metrics[HIT_RATE + CI_HIGH_SUFFIX] < 1.0  # measurably lower: its interval stays below 1
+
+    out = cli.tmp / "compared"  # compare tests the hit rates pairwise, as it tests accuracy
+    cli.run(str(cli.tmp / "giant"), str(cli.tmp / "random"), "--out", str(out), "--no-log", script=COMPARE)
+    with (out / "comparison.csv").open() as f:
+        [row] = list(csv.DictReader(f))
+    assert (row["hit_n"], float(row["hit_rate_a"])) == ("8", 1.0)
+    hit_b = float(row["hit_rate_b"])
+    b_only = int(row["hit_b_only"])
+    assert int(row["hit_a_only"]) == round(8 * (1.0 - hit_b)) + b_only
+    assert float(row["hit_mcnemar_p"]) == pytest.approx(
+        mcnemar_exact(int(row["hit_a_only"]), b_only), rel=1e-5
+    )
+    assert "Evidence hit rate" in (out / "comparison.md").read_text()
 
 
 @pytest.mark.slow
