@@ -19,7 +19,7 @@ from giant.data.demo import SLIDES, build_demo, markers
 from giant.tracking.names import CI_HIGH_SUFFIX, NAVIGATION_METRIC_PREFIX
 from tests.browser import open_page, serve
 from tests.cli.test_rescore import RESCORE
-from tests.cli.test_run_eval import Env
+from tests.cli.test_run_eval import MAKE_TABLES, Env
 from tests.compare.conftest import COMPARE
 
 HIT_RATE = f"{NAVIGATION_METRIC_PREFIX}hit_rate"
@@ -90,6 +90,16 @@ def test_the_demo_hit_rate_is_1_when_the_model_crops_the_markers_and_lower_at_ra
         mcnemar_exact(int(row["hit_a_only"]), b_only), rel=1e-5
     )
     assert "Evidence hit rate" in (out / "comparison.md").read_text()
+
+    tables = cli.tmp / "tables"  # make tables: the methods side by side on the same items
+    cli.run("--tracking-uri", cli.uri, "--out", str(tables), "--no-log", script=MAKE_TABLES)
+    lines = (tables / "navigation.md").read_text().splitlines()
+    giant_row = next(line for line in lines if line.startswith("| giant"))
+    random_row = next(line for line in lines if line.startswith("| random_regions"))
+    assert giant_row.split(" | ")[1] == "100.0 [100, 100]" and not random_row.split(" | ")[1].startswith(
+        "100.0"
+    )
+    assert (tables / "navigation.png").stat().st_size > 1000
 
 
 @pytest.mark.slow

@@ -34,6 +34,7 @@ from giant.tracking.names import (
     MODEL_TAG,
     N_ITEMS_METRIC,
     N_SCORED_METRIC,
+    NAVIGATION_METRIC_PREFIX,
     PER_RUN_BOOT_MEAN_METRIC,
     PER_RUN_BOOT_STD_METRIC,
     PER_RUN_CI_HIGH_METRIC,
@@ -145,6 +146,11 @@ def _record(run: Run) -> RunRecord | None:
         cost_per_item=metrics.get(COST_PER_ITEM_METRIC),
         tiers=_tiers(metrics),
         complete=tags.get(STATUS_TAG) != "incomplete",
+        navigation={
+            name.removeprefix(NAVIGATION_METRIC_PREFIX): value
+            for name, value in metrics.items()
+            if name.startswith(NAVIGATION_METRIC_PREFIX)
+        },
         start_time=_int_or_none(tags.get(SOURCE_START_TAG)) or run.info.start_time or 0,
         rescored_at=(run.info.start_time or 0) if RESCORE_TAG in tags else 0,
     )

@@ -67,6 +67,8 @@ class RunRecord(BaseModel):
     # The per-run mean of a k-run job (giant.tracking.tables.load): k, the runs it averages; this record
     # then has runs_per_item 1 and the job's other fields. None: the run's own metric.
     per_run_mean_of: int | None = None
+    # The run's navigation metrics (MLflow `nav_<name>`, docs/navigation.md) by name; empty: none logged
+    navigation: dict[str, float] = {}
     start_time: int = 0  # a re-score: its source's start time
     rescored_at: int = 0  # a re-score: its own start time (0: not a re-score)
 
