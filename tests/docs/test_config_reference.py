@@ -298,7 +298,7 @@ def test_conf_and_models_have_the_same_keys(
     check("config.yaml", RunOptions, {k: v for k, v in top.items() if k not in sections}, "")
     entry = {name: raw(cfg) for name, cfg in composed["entry"].items()}
     check("fetch.yaml fetch", FetchSettings, entry["fetch"]["fetch"], "fetch.")
-    assert "check" in entry["fetch"] and set(FetchOptions.model_fields) == {"fetch", "check"}
+    assert "check" in entry["fetch"] and set(FetchOptions.model_fields) == {"fetch", "check", "annotations"}
     for name, model in (("ask", ref.ask_settings()), ("rescore", rescore_settings)):
         own = {k: v for k, v in entry[name].items() if k not in (*GROUP_FIELDS, "paths")}
         kept = _leaves(model, "", set(GROUP_FIELDS))
