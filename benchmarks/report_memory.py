@@ -6,7 +6,10 @@ the task, so a TCGA-sized job must peak about where a small one does. This build
 distinct slides, one per item as in TCGA (cached under --work, built once), runs a real job through
 scripts/run_eval.py as a subprocess (random provider, T=5, MLflow on a fresh sqlite store) for each
 --items, and prints the job's peak RSS, its RSS peak before the last stages, and the seconds and share
-of the job's time of the viewer pages and the report. Asserts nothing.
+of the job's time of the viewer pages and the report. Navigation metrics are on, with annotations for
+every slide (half QuPath GeoJSON files, half pyramidal label masks, built once beside the slides; off
+with --no-annotations), and the time the navigation and evidence code took (summed over the episodes'
+threads, so an upper bound of what it added) is printed as a share of the job. Asserts nothing.
 
 The stages are timed from outside the code under test: the job runs in this file's `--job` mode, which
 wraps giant.job's stage functions with timers before handing over to run_eval.py, so the same numbers
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib
 import json
 import os
 import resource
@@ -27,6 +31,7 @@ import runpy
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -37,11 +42,18 @@ BENCHMARK = "report_memory"
 LABELS = [f"type {chr(ord('A') + i)}{j}" for i in range(6) for j in range(5)]  # 30 options, as TCGA
 QUESTION = "Which tumour type is on this slide?"
 STAGES = ("_write_viewer_pages", "_write_run_report")
+# The navigation code, timed where the job calls it: the episode's record, the runner's evidence, the
+# summary's aggregate (module, name).
+NAVIGATION = (
+    ("giant.agent.episode", "navigation"),
+    ("giant.eval.runner", "item_navigation"),
+    ("giant.eval.summarize", "summarize_navigation"),
+)
 TIMES_ENV = "REPORT_MEMORY_TIMES"  # where the --job mode writes its timings
 
 
-HEADER = "{:>6} {:>8} {:>10} {:>7} {:>7} {:>6} {:>7} {:>6}".format(
-    "items", "peak", "pre-stage", "job", "viewer", "share", "report", "share"
+HEADER = "{:>6} {:>8} {:>10} {:>7} {:>7} {:>6} {:>7} {:>6} {:>7} {:>6} {:>9}".format(
+    "items", "peak", "pre-stage", "job", "viewer", "share", "report", "share", "nav", "share", "hit rate"
 )
 
 
@@ -51,13 +63,17 @@ class Measured(NamedTuple):
     before_mb: float  # before the viewer pages: the episodes, MLflow and everything else
     job_s: float  # run_job, from the loaded config to the summary line
     stages_s: dict[str, float]
+    navigation_s: float  # the navigation code's time, summed over threads
+    hit_rate: float | None  # summary.json's, as a check that the evidence was measured
 
     def line(self) -> str:
         viewer, report = (self.stages_s[name] for name in STAGES)
         share = 100 / self.job_s
+        hits = "-" if self.hit_rate is None else f"{self.hit_rate:.2f}"
         return (
             f"{self.items:>6} {self.peak_mb:>8.0f} {self.before_mb:>10.0f} {self.job_s:>7.1f} "
-            f"{viewer:>7.1f} {share * viewer:>5.1f}% {report:>7.1f} {share * report:>5.1f}%"
+            f"{viewer:>7.1f} {share * viewer:>5.1f}% {report:>7.1f} {share * report:>5.1f}% "
+            f"{self.navigation_s:>7.1f} {share * self.navigation_s:>5.1f}% {hits:>9}"
         )
 
 
@@ -97,7 +113,45 @@ def build_task(folder: Path, items: int, width: int, height: int) -> Path:
     return path
 
 
-def run_job(checkout: Path, csv_path: Path, wsi_root: Path, items: int, work: Path) -> Measured:
+def build_annotations(folder: Path, items: int, width: int, height: int) -> Path:
+    """One annotation per slide, a target square near the slide's centre: a QuPath GeoJSON file for
+    odd slides, a pyramidal label mask (levels 1, 1/4, 1/16; class 3 on the target) for even ones."""
+    import numpy as np
+    import tifffile
+
+    target = folder / f"annotations-{width}x{height}"
+    target.mkdir(parents=True, exist_ok=True)
+    x0, y0, side = width // 3, height // 3, min(width, height) // 4
+    for index in range(1, items + 1):
+        stem = f"slide_{index:03d}"
+        if index % 2:
+            path = target / f"{stem}.geojson"
+            if not path.is_file():
+                ring = [[x0, y0], [x0 + side, y0], [x0 + side, y0 + side], [x0, y0 + side], [x0, y0]]
+                feature = {
+                    "type": "Feature",
+                    "geometry": {"type": "Polygon", "coordinates": [ring]},
+                    "properties": {"classification": {"name": "target"}},
+                }
+                path.write_text(json.dumps({"type": "FeatureCollection", "features": [feature]}))
+            continue
+        path = target / f"{stem}_mask.tiff"
+        if path.is_file():
+            continue
+        with tifffile.TiffWriter(target / f".{path.name}") as tif:
+            for level, factor in enumerate((1, 4, 16)):
+                values = np.zeros((height // factor, width // factor, 3), dtype=np.uint8)
+                values[y0 // factor : (y0 + side) // factor, x0 // factor : (x0 + side) // factor, 0] = 1
+                reduced = int(level > 0)  # OpenSlide's generic TIFF reads such pages as the pyramid
+                tif.write(values, tile=(256, 256), photometric="rgb", compression="zlib", subfiletype=reduced,
+                          metadata=None)  # fmt: skip
+        (target / f".{path.name}").rename(path)
+    return target
+
+
+def run_job(
+    checkout: Path, csv_path: Path, wsi_root: Path, items: int, work: Path, annotations: Path | None
+) -> Measured:
     """One job from `checkout` in a fresh process, its own cache folder and MLflow store."""
     out, times = work / "job", work / "times.json"
     env = {
@@ -122,6 +176,8 @@ def run_job(checkout: Path, csv_path: Path, wsi_root: Path, items: int, work: Pa
         "resume=false",
         f"hydra.run.dir={out}",
     ]
+    if annotations is not None:
+        command.append(f"dataset.annotations.path={annotations}")
     log = work / "job.log"  # a file, not a pipe: nothing reads a pipe while the job runs
     with log.open("wb") as sink:
         child = subprocess.Popen(command, cwd=checkout, env=env, stdout=sink, stderr=subprocess.STDOUT)
@@ -137,7 +193,14 @@ def run_job(checkout: Path, csv_path: Path, wsi_root: Path, items: int, work: Pa
         before_mb=record["before_mb"],
         job_s=record["run_job"],
         stages_s={name: record[name] for name in STAGES},
+        navigation_s=record.get("navigation", 0.0),
+        hit_rate=_hit_rate(out),
     )
+
+
+def _hit_rate(out: Path) -> float | None:
+    navigation = json.loads((out / "summary.json").read_text(encoding="utf-8")).get("navigation") or {}
+    return (navigation.get("hit_rate") or {}).get("point")
 
 
 def job_mode(script: str, overrides: list[str]) -> None:
@@ -161,6 +224,23 @@ def job_mode(script: str, overrides: list[str]) -> None:
 
     for name in (*STAGES, "run_job"):
         setattr(giant.job, name, timed(name, getattr(giant.job, name)))
+    lock = threading.Lock()
+
+    def counted(function: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                with lock:
+                    record["navigation"] = record.get("navigation", 0.0) + time.perf_counter() - started
+
+        return wrapper
+
+    for module, name in NAVIGATION:  # a checkout without them (--base) has nothing to time
+        loaded = importlib.import_module(module)
+        if hasattr(loaded, name):
+            setattr(loaded, name, counted(getattr(loaded, name)))
     sys.argv = [script, *overrides]
     try:
         runpy.run_path(script, run_name="__main__")
@@ -179,11 +259,19 @@ def main() -> None:
         "--work", type=Path, default=ROOT / ".cache" / "bench-report-memory", help="slide cache"
     )
     parser.add_argument("--base", type=Path, help="another checkout to measure first, in the same run")
+    parser.add_argument(
+        "--no-annotations", action="store_true", help="run without dataset.annotations (no evidence metrics)"
+    )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     tasks = {n: build_task(args.work, n, args.width, args.height) for n in args.items}
     wsi_root = args.work / f"slides-{args.width}x{args.height}"
+    annotations = (
+        None
+        if args.no_annotations
+        else build_annotations(args.work, max(args.items), args.width, args.height)
+    )
     ready = time.perf_counter() - started
     print(f"{max(args.items)} slides of {args.width}x{args.height} ready in {ready:.0f} s")
     checkouts = [("base", args.base.resolve())] if args.base else []
@@ -193,8 +281,13 @@ def main() -> None:
         results[label] = []
         for n in args.items:
             with tempfile.TemporaryDirectory(prefix="report-memory-") as tmp:
-                results[label].append(run_job(checkout, tasks[n], wsi_root, n, Path(tmp)))
-    print("random provider, T=5, MLflow on; RSS in MB, times in s, shares of run_job's time")
+                notes = annotations if label != "base" else None  # a base checkout has no such setting
+                results[label].append(run_job(checkout, tasks[n], wsi_root, n, Path(tmp), notes))
+    print(
+        "random provider, T=5, MLflow on, navigation metrics on"
+        + ("" if annotations is None else " with annotations (half GeoJSON, half pyramidal masks)")
+        + "; RSS in MB, times in s, shares of run_job's time"
+    )
     for label, measured in results.items():
         print(f"[{label}]")
         print(HEADER)

@@ -25,6 +25,7 @@ from giant.agent.modes import MODES, AgentConfig, modes_with_setting
 from giant.agent.wording import prompts_digest
 from giant.confdir import CONF_DIR, EVERY_TOOL, PROJECT_ROOT, group_options, prepare
 from giant.errors import ConfigError, exit_with
+from giant.eval.annotation_settings import AnnotationSettings
 from giant.eval.run_options import RunOptions
 from giant.llm.config import PROVIDER_NAMES, ProviderConfig, providers_with
 from giant.roles import RECORD_CONTEXT, Data, Operational, Role, hashed_part, role_of, roles
@@ -125,6 +126,10 @@ class DatasetSettings(_Strict):
         "ExpertVQA questions; null: report them."
     )
     drop_defective: Data[bool] = Field(description="Drop the defective tcga_slidebench rows instead.")
+    # Measurement, not method: where the evidence is drawn never changes an episode (nor the hash).
+    annotations: Operational[AnnotationSettings] = Field(
+        description="Per-slide annotations for the evidence metrics (docs/navigation.md)."
+    )
 
     @model_validator(mode="after")
     def _one_defect_policy(self) -> DatasetSettings:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from giant.atomic import write_atomic
 from giant.config import RunSettings, one_line, resolve
+from giant.data.fetch.masks import kaggle_auth, mask_plan
 from giant.data.fetch.plan import build_plan
 from giant.data.fetch.run import http_client, run_plan
 from giant.data.fetch.settings import FetchSettings
@@ -30,6 +31,10 @@ class FetchOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     fetch: FetchSettings
+    annotations: bool = Field(
+        description="Fetch PANDA's label masks (train_label_masks/<image_id>_mask.tiff) into "
+        "dataset.annotations.path instead of the slides."
+    )
     check: bool = Field(
         description="Fetch nothing: open every slide with OpenSlide and print the check table (exit 1 if any "
         "is missing)."
@@ -69,8 +74,13 @@ def _fetch(cfg: DictConfig) -> int:
         write_atomic(saved, checked.model_dump_json(indent=1).encode())
         print(checked.render(saved))
         return EXIT_OK if checked.ok else EXIT_INCOMPLETE
-    with http_client(options.fetch) as client:
-        plan = build_plan(data.items, data.wsi_root, client, options.fetch)
+    with http_client(options.fetch, kaggle_auth() if options.annotations else None) as client:
+        if options.annotations:
+            plan = mask_plan(
+                data.items, _mask_folder(settings, dry=settings.run.dry_run), client, options.fetch
+            )
+        else:
+            plan = build_plan(data.items, data.wsi_root, client, options.fetch)
         print(plan.render(), flush=True)
         if settings.run.dry_run:
             return EXIT_INCOMPLETE if any(t.error for t in plan.targets) else EXIT_OK
@@ -79,10 +89,24 @@ def _fetch(cfg: DictConfig) -> int:
     return EXIT_OK if report.ok else EXIT_INCOMPLETE
 
 
+def _mask_folder(settings: RunSettings, *, dry: bool) -> Path:
+    folder = settings.dataset.annotations.path
+    if folder is None:
+        raise ConfigError(
+            "annotations=true fetches label masks into dataset.annotations.path, which is null; set "
+            "dataset.annotations.path=<a folder>"
+        )
+    if not dry:
+        folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def _settings(cfg: DictConfig) -> tuple[FetchOptions, RunSettings]:
     data = resolve(cfg)
     try:
-        options = FetchOptions.model_validate({"fetch": data.get("fetch"), "check": data.get("check")})
+        options = FetchOptions.model_validate(
+            {"fetch": data.get("fetch"), "check": data.get("check"), "annotations": data.get("annotations")}
+        )
     except ValidationError as exc:
         raise ConfigError(one_line(exc)) from None
     if not data.get("dry_run") and not options.check:

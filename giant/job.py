@@ -26,10 +26,15 @@ from giant.record.summary import Summary
 from giant.tracking.names import OUTPUT_DIR_TAG, OVERRIDES_TAG
 
 if TYPE_CHECKING:  # imported where used: a dry run never loads MLflow
+    from collections.abc import Callable
+
     from giant.data.digest import DatasetDigests
     from giant.data.slides import Located
+    from giant.eval.annotation_settings import AnnotationSettings
     from giant.llm.serve import ServerSettings
+    from giant.record.trajectory import Trajectory
     from giant.tracking.mlflow_logger import JobRun
+    from giant.tracking.viewer import Outlines
 
 log = logging.getLogger(__name__)
 
@@ -48,12 +53,14 @@ class JobData:
         dataset_hash: str,
         defects: list[Defect],
         digests: DatasetDigests | None = None,
+        annotations: AnnotationSettings | None = None,
     ) -> None:
         self.items = items
         self.wsi_root = wsi_root
         self.dataset_hash = dataset_hash
         self.defects = defects
         self.digests = digests
+        self.annotations = annotations  # dataset.annotations with the demo's own folder filled in
 
 
 def load_data(settings: RunSettings) -> JobData:
@@ -61,14 +68,17 @@ def load_data(settings: RunSettings) -> JobData:
     from giant.data.multipathqa import HubFile, load_multipathqa
 
     ds = settings.dataset
+    annotations = ds.annotations
     if ds.source == "custom":
         assert ds.path is not None  # RunSettings.cross_check
-        return _task_file_data(settings, ds.path, ds.wsi_root or settings.paths.wsi_root)
+        return _task_file_data(settings, ds.path, ds.wsi_root or settings.paths.wsi_root, annotations)
     if ds.source == "demo" and ds.csv_path is None:  # the demo's questions are a task file
         from giant.data.demo import build_demo
 
         demo = build_demo(settings.paths.cache_dir / "demo")
-        return _task_file_data(settings, demo.task_file, demo.wsi_root)
+        if annotations.path is None:  # the painted markers, as GeoJSON
+            annotations = annotations.model_copy(update={"path": demo.annotations})
+        return _task_file_data(settings, demo.task_file, demo.wsi_root, annotations)
     csv: Path | HubFile = ds.csv_path or HubFile(ds.hf_repo, ds.hf_file, settings.paths.cache_dir / "hf")
     wsi_root = ds.wsi_root
     dataset = load_multipathqa(
@@ -91,10 +101,12 @@ def load_data(settings: RunSettings) -> JobData:
     # A kept or repaired defect matters when its item runs; a dropped one always shaped the item set.
     defects = [d for d in dataset.defects if d.resolution == "dropped" or d.key in chosen]
     digests = DatasetDigests.of(dataset.items, location=dataset.source)
-    return JobData(items, root, dataset.content_hash, defects, digests)
+    return JobData(items, root, dataset.content_hash, defects, digests, annotations)
 
 
-def _task_file_data(settings: RunSettings, path: Path, root: Path) -> JobData:
+def _task_file_data(
+    settings: RunSettings, path: Path, root: Path, annotations: AnnotationSettings
+) -> JobData:
     """A task file (giant.data.custom): every row checked before anything is paid, every problem on its
     own line (a ConfigError: exit 2, no MLflow run, no call)."""
     from giant.data.custom import load_task_file
@@ -111,7 +123,7 @@ def _task_file_data(settings: RunSettings, path: Path, root: Path) -> JobData:
             raise ConfigError(f"dataset.benchmark={ds.benchmark}: no such task in {path}; its tasks: {tasks}")
     digests = DatasetDigests.of(items, location=str(path.absolute()))
     chosen = select_items(items, limit=settings.run.limit, item_ids=settings.run.item_ids)
-    return JobData(chosen, loaded.wsi_root, content_hash(items), [], digests)
+    return JobData(chosen, loaded.wsi_root, content_hash(items), [], digests, annotations)
 
 
 def select_items(items: Sequence[Item], *, limit: int | None, item_ids: Sequence[str] | None) -> list[Item]:
@@ -176,6 +188,7 @@ def _run(settings: RunSettings) -> float | None:
         _dry_run(settings, data, out_dir)
         return None
 
+    from giant.eval.annotations import Annotations
     from giant.eval.gpu_cost import GpuRate
     from giant.eval.resume import ResumeIndex, run_key
     from giant.eval.runner import run_eval
@@ -185,6 +198,7 @@ def _run(settings: RunSettings) -> float | None:
     from giant.llm.pricing import Pricing
 
     located = check_slides(data, settings)  # before any MLflow run or provider call
+    annotations = Annotations.of(data.annotations)  # a wrong folder is said before anything starts
     # Only the SDK providers pay for calls, so only they keep them (and the trajectories link its images).
     paid = isinstance(settings.provider, SdkSettings)
     ledger = Ledger(settings.paths.cache_dir / LEDGER_DIR, replay=settings.run.ledger) if paid else None
@@ -231,13 +245,16 @@ def _run(settings: RunSettings) -> float | None:
                 located=located,
                 tools=tools,
                 gpu=GpuRate.of(settings.provider),
+                annotations=annotations,
             )
         )
         summary = _with_digests(summary, data, out_dir)
         if stop.requested and not summary.complete:  # a stop after the last item changes nothing
             raise Interrupted(stop)
         layout = JobLayout(out_dir)
-        outputs = write_outputs(settings, summary, layout, run_id=job.run_id if job else None)
+        outputs = write_outputs(
+            settings, summary, layout, run_id=job.run_id if job else None, annotations=data.annotations
+        )
         if job is not None:
             finish_tracking(job, settings, summary, layout, outputs)
     _report(settings, summary, out_dir, job.run_id if job else None)
@@ -381,11 +398,17 @@ def _start_tracking(
 
 
 def write_outputs(
-    settings: RunSettings, summary: Summary, layout: JobLayout, *, run_id: str | None = None
+    settings: RunSettings,
+    summary: Summary,
+    layout: JobLayout,
+    *,
+    run_id: str | None = None,
+    annotations: AnnotationSettings | None = None,
 ) -> dict[str, Path]:
     """The job folder's derived files, written with or without MLflow (tracking only uploads them):
     artifact path -> file. The trajectory.html pages go into the trajectory folders; `run_id` is the
-    MLflow run they are logged to (their images then also load in MLflow's artifact view)."""
+    MLflow run they are logged to (their images then also load in MLflow's artifact view);
+    `annotations` (the job's, JobData.annotations) draw the target regions under the crop boxes."""
     from giant.tracking.artifacts import write_confusion_matrix, write_defects, write_predictions
     from giant.tracking.viewer import write_job_pages
 
@@ -402,11 +425,25 @@ def write_outputs(
         files[defects.name] = defects
     resolved = write_resolved_config(layout.out_dir, settings.record())
     files[f"{CONFIG_ARTIFACTS}/{resolved.name}"] = resolved
-    write_job_pages(layout.out_dir, mlflow_run_id=run_id)  # trajectory.html in each trajectory folder
+    write_job_pages(layout.out_dir, mlflow_run_id=run_id, outlines=_outlines(annotations))
     report = _write_run_report(layout)
     if report is not None:
         files[report.name] = report
     return files
+
+
+def _outlines(settings: AnnotationSettings | None) -> Callable[[Trajectory], Outlines] | None:
+    """A trajectory's slide's annotated target regions, for its page (None: no annotations)."""
+    from giant.eval.annotations import Annotations
+
+    found = (
+        Annotations.of(settings)
+        if settings is not None and settings.path and settings.path.is_dir()
+        else None
+    )
+    if found is None:
+        return None
+    return lambda traj: found.outlines(Path(traj.slide_path), traj.slide_width, traj.slide_height)
 
 
 def finish_tracking(

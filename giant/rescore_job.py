@@ -16,11 +16,12 @@ from typing import Any, cast
 
 from hydra.core.hydra_config import HydraConfig
 from mlflow.exceptions import MlflowException
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from giant.agent.modes import parse_agent
 from giant.config import (
+    CONF_DIR,
     DatasetSettings,
     PathSettings,
     RunOptions,
@@ -29,8 +30,11 @@ from giant.config import (
     one_line,
     record_keys,
     resolve,
+    shipped,
 )
 from giant.errors import ConfigError
+from giant.eval.annotations import Annotations
+from giant.eval.navigation import renavigate
 from giant.eval.rescore_records import changed_record, rescore_records, rescore_summary
 from giant.job import CONFIG_ARTIFACTS, JobData, finish_tracking, load_data, write_outputs
 from giant.llm.config import ProviderConfig, settings_class
@@ -68,6 +72,17 @@ RUN_ONLY_TAGS = frozenset(
 )
 
 
+class NavigationChanges(BaseModel):
+    """conf/rescore.yaml `navigation`: the thresholds a re-score measures with (null keeps the source's)."""
+
+    model_config = ConfigDict(extra="forbid")
+    coverage_mpp: float | None = Field(gt=0, description="Coverage counts crops at or finer than this µm/px.")
+    hit_mpp: float | None = Field(gt=0, description="A hit is a crop on target at or finer than this µm/px.")
+    hit_overlap: float | None = Field(
+        gt=0, le=1, description="The share of a crop a target class must cover."
+    )
+
+
 class RescoreSettings(BaseModel):
     """conf/rescore.yaml validated once (defaults and meanings there; None keeps the source's)."""
 
@@ -81,6 +96,10 @@ class RescoreSettings(BaseModel):
     )
     bootstrap_replicates: int | None = Field(
         description="Bootstrap replicates for mean +- std and the 95% interval; null keeps the source's."
+    )
+    navigation: NavigationChanges = Field(description="Navigation thresholds; a null one keeps the source's.")
+    annotations: Path | None = Field(
+        description="A folder of per-slide annotations for the evidence metrics; null: the source's."
     )
     tracking: TrackingSettings
 
@@ -112,13 +131,18 @@ def rescore_job(cfg: DictConfig) -> float:
     """Re-score in Hydra's run directory; returns the new main metric."""
     options = RescoreSettings.from_config(cfg)
     source = load_source(options.source, options.tracking)
-    changes = {key: getattr(options, key) for key in record_keys(Role.SCORING)}
-    record = changed_record(source.config, changes)
+    changes = {key: _plain(getattr(options, key)) for key in record_keys(Role.SCORING)}
+    record = changed_record(_filled(source.config), changes)
     record["tracking"] = options.tracking.model_dump(mode="json")
+    if options.annotations is not None:
+        record["dataset"]["annotations"]["path"] = str(options.annotations)
     settings = settings_of(record)
     data = _items(settings, source)
     run = settings.run
     records = rescore_records(source.records, data.items, run.scoring)
+    folder = Path(source.where).expanduser()
+    if folder.is_dir():  # where the trajectories are: navigation and evidence measured again
+        records = renavigate(records, folder, Annotations.of(data.annotations), run.navigation)
     summary = rescore_summary(
         records,
         data.items,
@@ -141,6 +165,26 @@ def rescore_job(cfg: DictConfig) -> float:
         f"tie_rule={run.tie_rule}, panda_null_as_zero={run.panda_null_as_zero}) -> {out_dir}{where}"
     )
     return summary.metric.point
+
+
+def _plain(value: object) -> object:
+    """A setting as the record holds it (a section as its dict)."""
+    return value.model_dump() if isinstance(value, BaseModel) else value
+
+
+def _filled(record: dict[str, Any]) -> dict[str, Any]:
+    """A record written before navigation was measured, with the shipped navigation settings and
+    annotations (none): what such a run would have had."""
+    filled = {"navigation": shipped(RunOptions).navigation.model_dump(mode="json"), **record}
+    dataset = dict(filled.get("dataset") or {})
+    dataset.setdefault("annotations", _shipped_annotations())
+    return {**filled, "dataset": dataset}
+
+
+def _shipped_annotations() -> dict[str, Any]:
+    loaded = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "dataset_common.yaml"), resolve=False)
+    assert isinstance(loaded, dict)
+    return dict(loaded["annotations"])
 
 
 def settings_of(record: dict[str, Any]) -> RunSettings:

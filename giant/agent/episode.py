@@ -23,6 +23,7 @@ from giant.core import Item
 from giant.llm.ledger import Ledger
 from giant.llm.types import Provider
 from giant.record import REQUESTS_FILE, write_trajectory
+from giant.record.navigation import Thresholds, navigation
 from giant.record.trajectory import Trajectory
 from giant.tools import Tool
 from giant.wsi import SlideError, SlideMissing
@@ -42,12 +43,15 @@ async def run_episode(  # noqa: PLR0913  the episode's inputs, each from a diffe
     ledger: Ledger | None = None,
     limits: SharedLimits | None = None,
     tools: Mapping[str, Tool[Any, Any, Any]] | None = None,
+    thresholds: Thresholds | None = None,
 ) -> Trajectory:
     """Run one item under its mode (`cfg.mode`, a registered giant.agent.modes name); writes
     out_dir/trajectory.json and out_dir/<sha256>.jpg: hard links to the ledger's images when the
     provider keeps its calls in `ledger` (the images it is sent are then on disk once). `limits` are
     the run's, checked with the item budget before every call (giant.agent.limits). `tools` are the
-    run's loaded tools (giant.tools.load_tools), those `agent.tools` names used by the mode."""
+    run's loaded tools (giant.tools.load_tools), those `agent.tools` names used by the mode.
+    `thresholds` (the run's `navigation` settings): the trajectory then records where the model looked
+    (giant.record.navigation) on the tissue mask its crops' fractions came from."""
     mode = mode_of(cfg)
     started = time.monotonic()
     slide_path = Path(slide_path)
@@ -105,6 +109,8 @@ async def run_episode(  # noqa: PLR0913  the episode's inputs, each from a diffe
         crops=ep.crops if ep else 0,
         seconds=time.monotonic() - started,
     )
+    if thresholds is not None:
+        traj.navigation = navigation(traj, ep.tissue if ep else None, thresholds)
     if out_dir is not None:
         write_trajectory(out_dir, traj)
     return traj

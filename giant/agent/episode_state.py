@@ -228,6 +228,11 @@ class EpisodeState(Generic[C]):
         """Whether a region added now is the overview: the first one of call 0, as the report counts."""
         return call_index == 0 and not any(r.call_index == 0 for r in self.traj.regions)
 
+    @property
+    def tissue(self) -> CropTissue | None:
+        """The slide's crop-fraction mask, if a crop built it (the navigation record's coverage)."""
+        return self._tissue if isinstance(self._tissue, CropTissue) else None
+
     def _build_tissue(self) -> None:
         if self._tissue is None:
             try:

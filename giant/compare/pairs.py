@@ -60,6 +60,18 @@ class Flip(BaseModel):
         return "right -> wrong" if self.right_in == "A" else "wrong -> right"
 
 
+class HitPair(BaseModel):
+    """The evidence hit rates of a pair on the common items annotated in both, with McNemar's exact
+    test on the items only one of them hit (docs/navigation.md)."""
+
+    n: int
+    rate_a: float
+    rate_b: float
+    a_only: int
+    b_only: int
+    p_value: float
+
+
 class PairResult(BaseModel):
     task: str
     metric_name: str
@@ -78,6 +90,7 @@ class PairResult(BaseModel):
     p_value: float | None  # McNemar exact, accuracy tasks only
     p_holm: float | None = None  # Holm-adjusted over every McNemar test of the comparison
     flips: list[Flip]
+    hits: HitPair | None = None  # None: no common item annotated in both
 
 
 class Comparison(BaseModel):
@@ -165,6 +178,24 @@ def compare_pair(
         b_only_right=b_only,
         p_value=mcnemar_exact(a_only, b_only) if a.metric_name == "accuracy" else None,
         flips=[_flip(k, a.items[k], b.items[k]) for k in common if a.items[k].correct != b.items[k].correct],
+        hits=_hits(a, b, common),
+    )
+
+
+def _hits(a: RunData, b: RunData, common: list[str]) -> HitPair | None:
+    both = [(a.items[k].hit, b.items[k].hit) for k in common]
+    pairs = [(x, y) for x, y in both if x is not None and y is not None]
+    if not pairs:
+        return None
+    a_only = sum(x and not y for x, y in pairs)
+    b_only = sum(y and not x for x, y in pairs)
+    return HitPair(
+        n=len(pairs),
+        rate_a=sum(bool(x) for x, _ in pairs) / len(pairs),
+        rate_b=sum(bool(y) for _, y in pairs) / len(pairs),
+        a_only=a_only,
+        b_only=b_only,
+        p_value=mcnemar_exact(a_only, b_only),
     )
 
 

@@ -19,7 +19,9 @@ PAIR_HEADER = [  # comparison.csv: fractions, not percent
     *("task", "metric", "a", "b", "n_common", "only_a", "only_b", "metric_a", "metric_b"),
     *("difference", "ci_low", "ci_high", "both_right", "both_wrong", "a_right_only", "b_right_only"),
     *("mcnemar_p", "p_holm"),
+    *("hit_n", "hit_rate_a", "hit_rate_b", "hit_a_only", "hit_b_only", "hit_mcnemar_p"),  # evidence
 ]
+HIT_COLUMNS = ["pair", "annotated items", "A hit rate (%)", "B hit rate (%)", "A only", "B only", "McNemar p"]
 
 
 def _pct(value: float) -> str:
@@ -128,6 +130,11 @@ def to_markdown(comparison: Comparison) -> str:
         lines += ["", f"## {_title(task)} ({pairs[0].metric_name})", ""]
         lines += [_md_row(PAIR_COLUMNS), "|" + "---|" * len(PAIR_COLUMNS)]
         lines += [_md_row(_pair_cells(pair)) for pair in pairs]
+        hit_pairs = [pair for pair in pairs if pair.hits is not None]
+        if hit_pairs:  # where the slides are annotated: did the runs find the evidence?
+            lines += ["", f"Evidence hit rate, {_title(task)} (docs/navigation.md)", ""]
+            lines += [_md_row(HIT_COLUMNS), "|" + "---|" * len(HIT_COLUMNS)]
+            lines += [_md_row(_hit_cells(pair)) for pair in hit_pairs]
     if comparison.single:
         lines += [
             "",
@@ -199,6 +206,20 @@ def to_latex(comparison: Comparison) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _hit_csv(pair: PairResult) -> list[str]:
+    h = pair.hits
+    if h is None:
+        return [""] * 6
+    return [str(h.n), f"{h.rate_a:.6f}", f"{h.rate_b:.6f}", str(h.a_only), str(h.b_only), f"{h.p_value:.6g}"]
+
+
+def _hit_cells(pair: PairResult) -> list[str]:
+    h = pair.hits
+    assert h is not None
+    return [f"{pair.a} vs {pair.b}", str(h.n), _pct(h.rate_a), _pct(h.rate_b), str(h.a_only), str(h.b_only),
+            _p(h.p_value)]  # fmt: skip
+
+
 def to_csv(comparison: Comparison) -> str:
     """One row per pair, numbers as fractions (the tables print percent)."""
     buf = io.StringIO()
@@ -226,6 +247,7 @@ def to_csv(comparison: Comparison) -> str:
                 pair.b_only_right,
                 "" if pair.p_value is None else f"{pair.p_value:.6g}",
                 "" if pair.p_holm is None else f"{pair.p_holm:.6g}",
+                *_hit_csv(pair),
             ]
         )
     return buf.getvalue()

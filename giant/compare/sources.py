@@ -40,6 +40,7 @@ class ItemOutcome(BaseModel):
     answer: str  # the model's answer text (the first run that gave the voted label)
     status: str  # of that run
     trajectory: str | None  # that run's trajectory folder, relative to the job folder
+    hit: bool | None = None  # evidence found in any of its runs (docs/navigation.md); None: not annotated
 
     @property
     def correct(self) -> bool:
@@ -133,7 +134,9 @@ def outcomes(records: list[ResultRecord], runs_per_item: int, tie_rule: str) -> 
             labels[r.run_index] = r.label
         label = majority_vote(labels, tie_rule) if runs_per_item > 1 else labels[0]
         shown = next((r for r in runs if r.label == label), runs[0])
+        hits = [r.navigation.hit for r in runs if r.navigation is not None and r.navigation.hit is not None]
         out[key] = ItemOutcome(
+            hit=any(hits) if hits else None,
             key=key,
             truth=runs[0].truth,
             label=label,

@@ -62,23 +62,34 @@ COUNT_PROMPT = (
 )
 
 
+ANNOTATION_CLASS = "target"  # the class of the markers' GeoJSON polygons (dataset.annotations.targets)
+
+
 class DemoPaths(BaseModel):
     csv_path: Path  # the MultiPathQA format
     wsi_root: Path
     task_file: Path  # the task format (giant.data.custom): what dataset=demo loads
+    annotations: Path  # <slide stem>.geojson: each slide's markers as QuPath would export them
 
 
 def build_demo(cache_dir: Path) -> DemoPaths:
     """Build once into cache_dir/demo-v<N> (a few seconds); later calls reuse it. The set is built in
     a temporary folder and renamed into place, so an interrupted build never looks complete."""
     target = Path(cache_dir) / f"demo-v{DEMO_VERSION}"
-    paths = DemoPaths(csv_path=target / "demo.csv", wsi_root=target / "slides", task_file=target / TASK_FILE)
+    paths = DemoPaths(
+        csv_path=target / "demo.csv",
+        wsi_root=target / "slides",
+        task_file=target / TASK_FILE,
+        annotations=target / "annotations",
+    )
     if target.is_dir():
+        _write_annotations(paths.annotations)  # a set built before the demo had them gets them now
         return paths
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".demo-v{DEMO_VERSION}-", dir=target.parent))
     try:
         _write_demo(staging)
+        _write_annotations(staging / "annotations")
         os.replace(staging, target)
     except OSError:
         if not target.is_dir():  # another process may have finished first; otherwise it is a real error
@@ -127,6 +138,43 @@ def _task_row(row: dict[str, str]) -> dict[str, str]:
         "id": row["benchmark_id"],
         "task": row["benchmark_name"],
         "metric": row["metric_type"],
+    }
+
+
+def _write_annotations(folder: Path) -> None:
+    """Each slide's markers as a GeoJSON FeatureCollection (level-0 px), written once per file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for index, (shape, count) in enumerate(SLIDES, start=1):
+        path = folder / f"demo_{index:02d}.geojson"
+        if not path.is_file():  # written beside, then renamed: a reader never sees half a file
+            part = path.with_suffix(f".{os.getpid()}.part")
+            part.write_text(json.dumps(geojson(markers(index, shape, count))), encoding="utf-8")
+            os.replace(part, path)
+
+
+def geojson(findings: list[Finding], name: str = ANNOTATION_CLASS) -> dict[str, object]:
+    """Findings' boxes as QuPath exports annotations: polygons with a classification name."""
+    return {
+        "type": "FeatureCollection",
+        "features": [
+            {
+                "type": "Feature",
+                "geometry": {
+                    "type": "Polygon",
+                    "coordinates": [
+                        [
+                            [f.box.x, f.box.y],
+                            [f.box.right, f.box.y],
+                            [f.box.right, f.box.bottom],
+                            [f.box.x, f.box.bottom],
+                            [f.box.x, f.box.y],
+                        ]
+                    ],
+                },
+                "properties": {"objectType": "annotation", "classification": {"name": name}},
+            }
+            for f in findings
+        ],
     }
 
 

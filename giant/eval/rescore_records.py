@@ -32,7 +32,11 @@ def changed_record(record: dict[str, Any], changes: dict[str, Any]) -> dict[str,
     unknown = sorted(set(changes) - set(scoring))
     if unknown:
         raise ConfigError(f"{', '.join(unknown)}: not a scoring setting; a re-score changes only {scoring}")
-    return {**record, **{key: value for key, value in changes.items() if value is not None}}
+    changed = {key: value for key, value in changes.items() if value is not None}
+    for key, value in changed.items():  # a section (navigation) changes key by key: null keeps a key
+        if isinstance(value, dict):
+            changed[key] = {**(record.get(key) or {}), **{k: v for k, v in value.items() if v is not None}}
+    return {**record, **changed}
 
 
 def rescore_records(

@@ -31,10 +31,12 @@ from giant.core import Item
 from giant.data.defects import Defect
 from giant.data.slides import Located, SlideLocation, locate_all
 from giant.errors import ConfigError
+from giant.eval.annotations import Annotations
 from giant.eval.budget import CallPricer, RunBudget
 from giant.eval.causes import FIXES, CircuitBreaker, Halt, trajectory_cause
 from giant.eval.gpu_cost import GpuRate, earlier_active_s
 from giant.eval.limits import RunLimits
+from giant.eval.navigation import item_navigation
 from giant.eval.progress import Progress
 from giant.eval.provenance import build_provenance
 from giant.eval.rescore_records import rescore_records
@@ -134,6 +136,7 @@ async def run_eval(  # noqa: PLR0913, PLR0915  the runner seam (issue 30: one se
     located: dict[str, Located] | None = None,
     tools: Mapping[str, Tool[Any, Any, Any]] | None = None,
     gpu: GpuRate | None = None,
+    annotations: Annotations | None = None,
 ) -> Summary:
     """Run every pending item-run, write results.jsonl, trajectories/ and summary.json in `out_dir`.
 
@@ -147,6 +150,7 @@ async def run_eval(  # noqa: PLR0913, PLR0915  the runner seam (issue 30: one se
     `tools` are the run's loaded tools (giant.tools.load_tools), handed to every episode.
     `located` is every item's slide as giant.data.slides.locate_all found it (found again if None).
     `gpu` is what the server's GPUs cost an hour, if priced: the run's cost is then its active time.
+    `annotations` are the slides' annotations (dataset.annotations): each record then has its evidence.
 
     A fatal provider answer (key, model name, quota) or a streak of `run.breaker_after` item-runs that
     failed outside the model (giant.eval.causes) halts the run: no new item or call starts, and the
@@ -197,7 +201,17 @@ async def run_eval(  # noqa: PLR0913, PLR0915  the runner seam (issue 30: one se
                 item, k = pending.popleft()
                 episode = asyncio.create_task(
                     _run_one(
-                        item, k, slides[item.key], provider, limits, agent, run, out_dir, ledger, tools or {}
+                        item,
+                        k,
+                        slides[item.key],
+                        provider,
+                        limits,
+                        agent,
+                        run,
+                        out_dir,
+                        ledger,
+                        tools or {},
+                        annotations,
                     )
                 )
                 # Counted before it starts: a batch round waits for this episode's first call too.
@@ -323,6 +337,7 @@ async def _run_one(  # noqa: PLR0913  one item-run's inputs, all from run_eval's
     out_dir: Path,
     ledger: Ledger | None,
     tools: Mapping[str, Tool[Any, Any, Any]],
+    annotations: Annotations | None,
 ) -> ResultRecord | None:
     """The item-run's result line; None when the run's stop or halt cut it (giant.agent.limits)."""
     if isinstance(slide, Exception):
@@ -345,14 +360,17 @@ async def _run_one(  # noqa: PLR0913  one item-run's inputs, all from run_eval's
             ledger=ledger,
             limits=limits,
             tools=tools,
+            thresholds=run.navigation,
         )
     except LimitExceeded:  # only a stop or a halt leaves run_episode: the run ends, not the item
         return None
     except Exception as exc:  # a bug in the episode must not lose the item or stop the run
         reason = f"run_episode raised {type(exc).__name__}: {exc}"
         return _record(item, run_index, run, status=RUNNER_ERROR, reason=reason)
+    navigation = await asyncio.to_thread(item_navigation, trajectory, annotations, run.navigation)
     seconds = time.perf_counter() - start
-    return _scored_record(item, run_index, trajectory, rel if dest.is_dir() else None, seconds, run)
+    record = _scored_record(item, run_index, trajectory, rel if dest.is_dir() else None, seconds, run)
+    return record.model_copy(update={"navigation": navigation})
 
 
 def _scored_record(

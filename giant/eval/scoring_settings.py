@@ -14,6 +14,21 @@ from pydantic import BaseModel, ConfigDict, Field
 from giant.roles import Scoring
 
 
+class NavigationSettings(BaseModel):
+    """How navigation and evidence are measured (giant.record.navigation; docs/navigation.md): a
+    measurement, so never part of a job's hash, and a re-score may change it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    coverage_mpp: float = Field(
+        gt=0, description="Tissue coverage counts crops shown at or finer than this µm/px."
+    )
+    hit_mpp: float = Field(gt=0, description="A crop can be a hit only at or finer than this µm/px.")
+    hit_overlap: float = Field(
+        gt=0, le=1, description="A crop is on target when at least this share of its area is a target class."
+    )
+
+
 class ScoringSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -25,4 +40,7 @@ class ScoringSettings(BaseModel):
     )
     panda_null_as_zero: Scoring[bool] = Field(
         description='A PANDA answer of "isup_grade": null (benign) scores as grade 0.'
+    )
+    navigation: Scoring[NavigationSettings] = Field(
+        description="Where the model looked: coverage and hit thresholds (docs/navigation.md)."
     )

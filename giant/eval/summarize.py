@@ -21,6 +21,7 @@ from giant.eval.bootstrap import bootstrap, bootstrap_per_run_mean
 from giant.eval.causes import record_cause
 from giant.eval.gpu_cost import GpuRate
 from giant.eval.metrics import accuracy, balanced_accuracy, score
+from giant.eval.navigation import summarize_navigation
 from giant.eval.progress import is_failure
 from giant.eval.scoring_settings import ScoringSettings
 from giant.eval.voting import majority_vote
@@ -110,6 +111,9 @@ def summarize(  # noqa: PLR0913  every total of a run goes into its summary
         magnification=_magnification(runs),
         provenance=provenance,
         dataset_defects=list(dataset_defects),
+        navigation=summarize_navigation(
+            [r for r in runs if r.key not in skipped], replicates=scoring.bootstrap_replicates, seed=seed
+        ),
     )
 
 

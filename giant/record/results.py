@@ -24,6 +24,7 @@ from giant.atomic import write_atomic
 from giant.core import SetupCause, Status
 from giant.errors import ConfigError
 from giant.llm.types import TokenCounts
+from giant.record.navigation import Navigation
 
 # Statuses beyond the episode's (giant.core.Status): decided by the runner, not the episode.
 RunnerStatus = Literal["skipped", "unparseable", "runner_error"]
@@ -60,6 +61,9 @@ class ResultRecord(TokenCounts):
     # µm/px of each image the model was shown (overview, crops, patches), None where the slide does not
     # say; None for records written before it was recorded
     mpps: list[float | None] | None = None
+    # Where the model looked, with evidence against the slide's annotations (giant.record.navigation);
+    # None for item-runs without an episode and lines written before it was recorded
+    navigation: Navigation | None = None
 
     @property
     def slot(self) -> tuple[str, int]:

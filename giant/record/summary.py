@@ -71,6 +71,33 @@ class Magnification(BaseModel):
     by_objective: dict[str, int] = Field(default_factory=dict)  # "~20x (0.50 µm/px)" -> images
 
 
+class NavigationSummary(BaseModel):
+    """Where the model looked over a run's item-runs (giant.eval.navigation, formulas in
+    docs/navigation.md). Each scalar field is an MLflow metric of the job, `nav_<field>` (a Bootstrap
+    gives `nav_<field>` and its interval); the lists are logged one step per crop."""
+
+    item_runs: int  # item-runs with a navigation record
+    steps: float  # mean steps used
+    crops: float  # mean crops shown
+    finest_mpp: float | None = None  # median over item-runs of the finest µm/px reached
+    median_mpp: float | None = None  # median over item-runs of their median µm/px
+    tissue: float | None = None  # mean over item-runs of the crops' mean tissue fraction
+    coverage: float | None = None  # mean share of the slide's tissue shown at or finer than coverage_mpp
+    revisits: float | None = None  # mean share of crop area shown again at the same or finer scale
+    fine_rate: float = 0.0  # share of item-runs with a crop at or finer than 1 µm/px
+    first_fine_step: float | None = None  # mean first crop at or finer than 1 µm/px, of those that reached it
+    mpp_by_step: list[float | None] = Field(default_factory=list)  # median µm/px of the n-th crop
+    # Evidence: over item-runs of annotated slides only ("not annotated" ones are never misses)
+    annotated: int = 0
+    not_annotated: int = 0
+    hit_rate: Bootstrap | None = None  # share of annotated item-runs with a hit, bootstrapped over them
+    first_hit_step: float | None = None  # mean first hit crop, of the item-runs with a hit
+    on_target: float | None = None  # mean share of crops on target
+    accuracy_hit: float | None = None  # share correct among item-runs with a hit
+    accuracy_no_hit: float | None = None  # share correct among annotated item-runs without one
+    hit_rate_by_step: list[float] = Field(default_factory=list)  # share with a hit by the n-th crop
+
+
 class Summary(BaseModel):
     benchmark: str  # dataset name, e.g. tcga or demo_shapes
     metric_name: str  # accuracy | balanced_accuracy
@@ -109,6 +136,7 @@ class Summary(BaseModel):
     # Questions of the loaded data that cannot be scored as given (e.g. the 10 tcga_slidebench rows
     # that carry an ExpertVQA question), kept with the result they may distort.
     dataset_defects: list[Defect] = Field(default_factory=list)
+    navigation: NavigationSummary | None = None  # None: no item-run recorded where it looked
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, SerializeAsAny
 
 from giant.core import Box, SetupCause, Status
 from giant.llm.types import ProviderError, Step, TokenCounts, Usage
+from giant.record.navigation import Navigation
 from giant.tagged import tagged
 from giant.tools import ToolRecord
 from giant.tools.registry import record_models
@@ -115,3 +116,5 @@ class Trajectory(BaseModel):
     restarts: int = 0
     corrections: int = 0  # corrective messages sent after rule violations (at most agent.max_corrections)
     totals: TrajectoryTotals = Field(default_factory=TrajectoryTotals)
+    # Where the model looked (giant.record.navigation), made while the slide was open; None before it was
+    navigation: Navigation | None = None

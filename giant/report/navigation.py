@@ -12,10 +12,10 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from giant.record.trajectory import Region, Trajectory
+from giant.record.navigation import crop_regions, seen_mpp
+from giant.record.trajectory import Region
 from giant.report.facts import ItemRun
 from giant.wsi import SlideError
-from giant.wsi.magnification import shown_mpp
 from giant.wsi.slide import Slide
 from giant.wsi.tissue import CROP_MASK_SIDE, TissueMask
 
@@ -58,20 +58,6 @@ class Tally:
     label: str
     item_runs: int
     correct: int
-
-
-def crop_regions(traj: Trajectory) -> list[Region]:
-    """Every region but the step-0 overview: the model's zooms (and random_regions' sampled boxes)."""
-    overview = next((r for r in traj.regions if r.call_index == 0), None)
-    return [region for region in traj.regions if region is not overview]
-
-
-def seen_mpp(traj: Trajectory, region: Region) -> float | None:
-    """Microns per pixel of the image sent: as the episode recorded it, else (a trajectory written
-    before regions recorded it) from the slide's mpp and the box (giant.wsi.magnification)."""
-    if region.mpp is not None:
-        return region.mpp
-    return shown_mpp(traj.slide_mpp, region.read, region.output_width, region.output_height)
 
 
 Slot = tuple[str, int]  # (item key, run index)

@@ -48,6 +48,7 @@ def render(facts: JobFacts) -> str:
         answers=_answers(records),
         taxonomy=_taxonomy(facts.runs, causes),
         navigation=_navigation(facts.runs, found),
+        by_step=_by_step(facts),
         tools=_tool_calls(facts.runs),
         costs=_costs(records),
     )
@@ -278,6 +279,44 @@ def _navigation(runs: list[ItemRun], found: list[navigation.Crop]) -> dict[str, 
         "finest_rows": _tally_rows(navigation.finest_vs_correct(runs, found)),
         "steps_rows": _tally_rows(navigation.steps_vs_correct(runs)),
     }
+
+
+CHART = (480, 160, 36)  # width, height, margin of the by-step curves (SVG user units)
+
+
+def _by_step(facts: JobFacts) -> dict[str, Any] | None:
+    """summary.json's µm/px and hit rate by crop number as two curves (polyline points in SVG units,
+    numbers only) and their table; None before the summary recorded them."""
+    nav = facts.summary.navigation if facts.summary else None
+    if nav is None or not nav.mpp_by_step:
+        return None
+    mpp = nav.mpp_by_step
+    known = [v for v in mpp if v is not None]
+    top = max(known, default=1.0) or 1.0
+    hits = nav.hit_rate_by_step
+    rows = [
+        (n, _num(m), "not annotated" if not hits else _share(hits[min(n, len(hits)) - 1]))
+        for n, m in enumerate(mpp, 1)
+    ]
+    return {
+        "size": CHART,
+        "mpp_top": f"{top:.3g}",
+        "mpp": _points(mpp, top),
+        "hits": _points(list(hits), 1.0) if hits else None,
+        "steps": len(mpp),
+        "rows": rows,
+    }
+
+
+def _points(values: list[float | None], top: float) -> str:
+    """`values` (by crop number, None skipped) as "x,y x,y ..." inside CHART, 0 at the bottom."""
+    width, height, margin = CHART
+    n = max(len(values) - 1, 1)
+    return " ".join(
+        f"{margin + (width - 2 * margin) * i / n:.1f},{height - margin - (height - 2 * margin) * v / top:.1f}"
+        for i, v in enumerate(values)
+        if v is not None
+    )
 
 
 def _tally_rows(tallies: list[navigation.Tally]) -> Rows:

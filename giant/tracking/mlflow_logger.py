@@ -30,7 +30,7 @@ from giant.core import Item
 from giant.data.digest import DatasetDigests
 from giant.errors import ConfigError
 from giant.record import SWEEP_FILE
-from giant.record.summary import Summary
+from giant.record.summary import Bootstrap, NavigationSummary, Summary
 from giant.secrets import contains_secret, scrub, secret_values
 from giant.storage import is_stored_image, link_or_copy
 from giant.tracking.names import (
@@ -47,7 +47,9 @@ from giant.tracking.names import (
     CALLS_PER_MIN_METRIC,
     CALLS_REPLAYED_METRIC,
     CI_HIGH_METRIC,
+    CI_HIGH_SUFFIX,
     CI_LOW_METRIC,
+    CI_LOW_SUFFIX,
     CONFIG_HASH_TAG,
     COST_BATCH_METRIC,
     COST_FLEX_METRIC,
@@ -80,6 +82,7 @@ from giant.tracking.names import (
     N_SCORED_METRIC,
     N_SKIPPED_METRIC,
     N_SLIDES_MISSING_METRIC,
+    NAVIGATION_METRIC_PREFIX,
     OUTPUT_TOKENS_PER_S_METRIC,
     PARENT_TAG,
     PER_RUN_BOOT_MEAN_METRIC,
@@ -280,6 +283,8 @@ def summary_metrics(summary: Summary) -> dict[str, float]:
         metrics[PER_RUN_CI_LOW_METRIC] = per_run.ci_low
         metrics[PER_RUN_CI_HIGH_METRIC] = per_run.ci_high
     metrics[N_SLIDES_MISSING_METRIC] = summary.n_slides_missing
+    if summary.navigation is not None:
+        metrics.update(navigation_metrics(summary.navigation))
     for status, count in summary.counts_by_status.items():
         metrics[f"{STATUS_METRIC_PREFIX}{status}"] = count
     for cause, count in summary.setup_causes.items():
@@ -292,6 +297,38 @@ def summary_metrics(summary: Summary) -> dict[str, float]:
 
 # The metrics that state a score; a run halted by a setup failure logs none of them, so it never
 # becomes a table cell (giant.tracking.tables reads metric_boot_mean).
+def navigation_metrics(nav: NavigationSummary) -> dict[str, float | None]:
+    """NavigationSummary's scalar fields as `nav_<field>`; a bootstrap as its point and interval."""
+    metrics: dict[str, float | None] = {}
+    for name, value in nav:
+        key = f"{NAVIGATION_METRIC_PREFIX}{name}"
+        if isinstance(value, Bootstrap):
+            metrics.update(
+                {key: value.point, key + CI_LOW_SUFFIX: value.ci_low, key + CI_HIGH_SUFFIX: value.ci_high}
+            )
+        elif isinstance(value, int | float) or value is None:
+            metrics[key] = value
+    return metrics
+
+
+def navigation_steps(nav: NavigationSummary | None, now: int) -> list[Metric]:
+    """The by-step lists, one MLflow step per crop (step 1: the first crop)."""
+    if nav is None:
+        return []
+    return [
+        Metric(f"{NAVIGATION_METRIC_PREFIX}{name}", float(value), now, n)
+        for name in BY_STEP
+        for n, value in enumerate(getattr(nav, name), 1)
+        if value is not None
+    ]
+
+
+BY_STEP = tuple(
+    name
+    for name, field in NavigationSummary.model_fields.items()
+    if field.annotation in (list[float], list[float | None])
+)
+
 SCORE_METRICS = (
     *(MAIN_METRIC, BOOT_MEAN_METRIC, BOOT_STD_METRIC, CI_LOW_METRIC, CI_HIGH_METRIC),
     *(SCORED_ONLY_METRIC, ACCURACY_METRIC, BALANCED_ACCURACY_METRIC, PER_RUN_MEAN_METRIC, PER_RUN_STD_METRIC),
@@ -373,6 +410,7 @@ class JobRun:
         metrics = [Metric(name, value, now, 0) for name, value in summary_metrics(summary).items()]
         if not summary.setup_failure:
             metrics += [Metric(RUN_METRIC, value, now, k) for k, value in enumerate(summary.per_run)]
+            metrics += navigation_steps(summary.navigation, now)
         self.client.log_batch(self.run_id, metrics=metrics)
         status = "stopped" if summary.setup_failure else "complete" if summary.complete else "incomplete"
         tags = {STATUS_TAG: status, DATASET_TAG: summary.benchmark, METRIC_NAME_TAG: summary.metric_name}

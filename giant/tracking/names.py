@@ -116,6 +116,13 @@ PER_RUN_STD_METRIC: Final = "per_run_std"  # the std over the k runs' metrics
 STATUS_METRIC_PREFIX: Final = "status_"
 SETUP_METRIC_PREFIX: Final = "setup_"
 
+# Where the model looked (summary.json's `navigation`, giant.record.summary.NavigationSummary): each
+# scalar field under this prefix (`nav_coverage`, `nav_revisits`, `nav_hit_rate`, ...); a bootstrapped
+# one also with its interval's ends; the by-step lists one MLflow step per crop (step 1 = the first crop).
+NAVIGATION_METRIC_PREFIX: Final = "nav_"
+CI_LOW_SUFFIX: Final = "_ci_low"
+CI_HIGH_SUFFIX: Final = "_ci_high"
+
 # Metrics of a sweep's parent run: its jobs, and how many of them failed or did not complete
 N_JOBS_METRIC: Final = "n_jobs"
 N_FAILED_METRIC: Final = "n_failed"

@@ -15,6 +15,7 @@ anything else).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -36,6 +37,8 @@ from giant.tools import TOOLS, ToolRecord
 from giant.wsi.magnification import mpp_text
 
 log = logging.getLogger(__name__)
+
+Outlines = Sequence[Sequence[tuple[float, float]]]  # closed rings in level-0 px
 
 COLOURS = ("#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#9a6324")
 
@@ -115,11 +118,22 @@ def _figure(region: Region, number: int | None, folder: Path, kind: str = "crop"
 
 
 def _overview(
-    overview: Region, crops: list[tuple[int, Region]], folder: Path, kind: str, heading: str, details: str
+    overview: Region,
+    crops: list[tuple[int, Region]],
+    folder: Path,
+    kind: str,
+    heading: str,
+    details: str,
+    outlines: Outlines = (),
 ) -> dict[str, Any]:
-    """The overview and each crop's (or patch's) read box in overview pixels (SVG over the JPEG)."""
+    """The overview and each crop's (or patch's) read box in overview pixels (drawn as SVG over the
+    JPEG), with the slide's annotated target regions' outlines under them (SVG polygon points)."""
     width, height = overview.output_width, overview.output_height
     sx, sy = width / max(overview.read.w, 1), height / max(overview.read.h, 1)
+    rings = [
+        " ".join(f"{(x - overview.read.x) * sx:.1f},{(y - overview.read.y) * sy:.1f}" for x, y in ring)
+        for ring in outlines
+    ]
     boxes = [
         {
             "number": number,
@@ -142,6 +156,7 @@ def _overview(
         "boxes": boxes,
         "heading": heading,
         "details": details,
+        "outlines": rings,
     }
 
 
@@ -172,10 +187,12 @@ def render_html(
     correct: bool | None = None,
     label: str | None = None,
     mlflow_run_id: str | None = None,
+    outlines: Outlines = (),
 ) -> str:
     """The page for `traj`, whose JPEGs are in `folder` (named, not embedded). `label` is what the
     scorer read from the answer (e.g. "2 (response_json)"); `mlflow_run_id` the run the folder is
-    logged to, so the images also load inside MLflow's artifact view."""
+    logged to, so the images also load inside MLflow's artifact view; `outlines` the slide's annotated
+    target regions (closed rings in level-0 px), drawn under the crop boxes."""
     overview = next((r for r in traj.regions if r.call_index == 0), None)
     # Every other region is a numbered crop: the model's zooms, and in random_regions mode the
     # regions sent with the overview before the first call (call_index 0); in patch mode the patches.
@@ -214,7 +231,9 @@ def render_html(
             ("cost", _cost(t.cost_usd)),
             ("time", f"{t.seconds:.1f} s"),
         ],
-        overview=None if overview is None else _overview(overview, crops, folder, kind, heading, details),
+        overview=None
+        if overview is None
+        else _overview(overview, crops, folder, kind, heading, details, outlines),
         with_overview=[_figure(r, n, folder, kind) for n, r in crops if r.call_index == 0],
         calls=[_call(call, crops, folder, traj.tool_calls, kind) for call in traj.calls],
         script=Markup(MLFLOW_IMAGES),  # giant's own fixed script, the page's only one
@@ -250,13 +269,28 @@ def scored_folders(out_dir: Path) -> dict[Path, Scored]:
     return out
 
 
-def write_job_pages(out_dir: Path, *, mlflow_run_id: str | None = None) -> None:
-    """trajectory.html in each trajectory folder of the job in `out_dir`, scored from its results."""
+def write_job_pages(
+    out_dir: Path,
+    *,
+    mlflow_run_id: str | None = None,
+    outlines: Callable[[Trajectory], Outlines] | None = None,
+) -> None:
+    """trajectory.html in each trajectory folder of the job in `out_dir`, scored from its results;
+    `outlines` gives a trajectory's slide's annotated target regions (giant.eval.annotations)."""
     scores = scored_folders(out_dir)
     for folder in JobLayout(out_dir).trajectory_folders():
         try:
             truth, correct, label = scores.get(folder.resolve(), Scored())
-            write_html(folder, truth=truth, correct=correct, label=label, mlflow_run_id=mlflow_run_id)
+            traj = read_trajectory(folder)
+            write_html(
+                folder,
+                traj,
+                truth=truth,
+                correct=correct,
+                label=label,
+                mlflow_run_id=mlflow_run_id,
+                outlines=outlines(traj) if outlines else (),
+            )
         except Exception as exc:  # a page is a convenience: never lose a run over it
             log.warning("viewer: no trajectory.html for %s (%s)", folder.name, exc)
 
@@ -279,11 +313,20 @@ def write_html(
     correct: bool | None = None,
     label: str | None = None,
     mlflow_run_id: str | None = None,
+    outlines: Outlines = (),
 ) -> Path:
     """Write folder/trajectory.html with the truth, verdict and label the caller read from the job's
     results (write_job_pages, scored_folders); the trajectory itself does not know them."""
     traj = traj if traj is not None else read_trajectory(folder)
     path = folder / TRAJECTORY_PAGE
-    page = render_html(traj, folder, truth=truth, correct=correct, label=label, mlflow_run_id=mlflow_run_id)
+    page = render_html(
+        traj,
+        folder,
+        truth=truth,
+        correct=correct,
+        label=label,
+        mlflow_run_id=mlflow_run_id,
+        outlines=outlines,
+    )
     path.write_text(page, encoding="utf-8")
     return path

@@ -102,6 +102,19 @@ class CropTissue:
         self.shape: tuple[int, int] = (int(mask.mask.shape[0]), int(mask.mask.shape[1]))
         self._bits = np.packbits(mask.mask, axis=1)
 
+    @classmethod
+    def from_array(cls, cells: np.ndarray, width: int, height: int) -> CropTissue:
+        """Any boolean grid over a `width` x `height` level-0 area (an annotation's target classes)."""
+        grid = cls.__new__(cls)
+        grid.width, grid.height = width, height
+        grid.shape = (int(cells.shape[0]), int(cells.shape[1]))
+        grid._bits = np.packbits(cells.astype(bool, copy=False), axis=1)
+        return grid
+
+    def cells(self) -> np.ndarray:
+        """The grid as booleans (rows x cols): tissue coverage counts its cells."""
+        return np.unpackbits(self._bits, axis=1, count=self.shape[1]).astype(bool)
+
     def fraction(self, box: Box) -> float:
         rows, cols = self.shape
         x0, x1 = TissueMask._span(box.x, box.right, self.width, cols)

@@ -84,14 +84,23 @@ def models(rescore: type[BaseModel]) -> dict[str, list[tuple[str, type[BaseModel
 
 def model_keys(rescore: type[BaseModel]) -> dict[str, set[str]]:
     return {
-        section: {
-            f"{prefix}{name}"
-            for prefix, model, skip in found
-            for name in model.model_fields
-            if name not in skip
-        }
+        section: {key for prefix, model, skip in found for key in _leaves(model, prefix, skip)}
         for section, found in models(rescore).items()
     }
+
+
+def _leaves(model: type[BaseModel], prefix: str, skip: set[str] | frozenset[str] = frozenset()) -> set[str]:
+    """A model's keys; a field holding a settings model (`navigation`, `dataset.annotations`) is its
+    own keys, one level down."""
+    out = set()
+    for name, info in model.model_fields.items():
+        if name in skip:
+            continue
+        if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
+            out |= _leaves(info.annotation, f"{prefix}{name}.")
+        else:
+            out.add(f"{prefix}{name}")
+    return out
 
 
 def launcher_keys() -> dict[str, set[str]]:
@@ -225,15 +234,21 @@ def raw(cfg: DictConfig) -> dict[str, Any]:
 
 
 def diff(model: type[BaseModel], data: Mapping[str, Any], prefix: str) -> tuple[set[str], set[str]]:
-    """Keys only in the YAML, keys only in the model (dict-valued fields are one key)."""
-    whole = {
-        name
-        for name, info in model.model_fields.items()
-        if getattr(info.annotation, "__origin__", None) is dict
-    }
-    in_yaml = {f"{prefix}{key}" for key in leaves(data, "", frozenset(whole))}
-    in_model = {f"{prefix}{name}" for name in model.model_fields}
+    """Keys only in the YAML, keys only in the model (dict-valued fields are one key; a field holding
+    a settings model is its keys)."""
+    in_yaml = {f"{prefix}{key}" for key in leaves(data, "", frozenset(_whole(model)))}
+    in_model = {f"{prefix}{key}" for key in _leaves(model, "")}
     return in_yaml - in_model, in_model - in_yaml
+
+
+def _whole(model: type[BaseModel], prefix: str = "") -> set[str]:
+    out = set()
+    for name, info in model.model_fields.items():
+        if getattr(info.annotation, "__origin__", None) is dict:
+            out.add(f"{prefix}{name}")
+        elif isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
+            out |= _whole(info.annotation, f"{prefix}{name}.")
+    return out
 
 
 def test_the_check_reports_a_key_on_one_side_only() -> None:
@@ -283,11 +298,12 @@ def test_conf_and_models_have_the_same_keys(
     check("config.yaml", RunOptions, {k: v for k, v in top.items() if k not in sections}, "")
     entry = {name: raw(cfg) for name, cfg in composed["entry"].items()}
     check("fetch.yaml fetch", FetchSettings, entry["fetch"]["fetch"], "fetch.")
-    assert "check" in entry["fetch"] and set(FetchOptions.model_fields) == {"fetch", "check"}
+    assert "check" in entry["fetch"] and set(FetchOptions.model_fields) == {"fetch", "check", "annotations"}
     for name, model in (("ask", ref.ask_settings()), ("rescore", rescore_settings)):
         own = {k: v for k, v in entry[name].items() if k not in (*GROUP_FIELDS, "paths")}
-        kept = {k: v for k, v in model.model_fields.items() if k not in GROUP_FIELDS}
-        only_yaml, only_model = set(own) - set(kept), set(kept) - set(own)
+        kept = _leaves(model, "", set(GROUP_FIELDS))
+        own_keys = set(leaves(own, "", frozenset(_whole(model))))
+        only_yaml, only_model = own_keys - kept, kept - own_keys
         report += [f"{name}.yaml: {k} only in conf/" for k in sorted(only_yaml)]
         report += [f"{name}.yaml: {k} only in {model.__name__}" for k in sorted(only_model)]
         assert set(entry[name]["paths"]) <= set(PathSettings.model_fields), name

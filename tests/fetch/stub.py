@@ -3,6 +3,9 @@
 GDC:  GET /gdc/files/<uuid>  -> {"data": {"file_name", "file_size", "md5sum"}}
       GET /gdc/data/<uuid>   -> the bytes (Range honoured unless `ranges` is off)
 GTEx: GET /gtex/<sample id>  -> the bytes
+Kaggle: GET /kaggle/competitions/data/list/<competition>[?pageToken=t] -> {"files": [{"name",
+        "totalBytes"}], "nextPageToken"} (two files a page); GET /kaggle/competitions/data/download/
+        <competition>/<name> -> the bytes; the basic-auth user of each request is recorded
 
 Faults a test switches on: `ranges=False` (Range ignored, 200 with the whole body), `fail[path] = n`
 (the next n requests answer `fail_status`, 500 unless set, with `retry_after` as their Retry-After
@@ -13,6 +16,7 @@ Every request is recorded: path, Range header, status, body bytes sent and arriv
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -21,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 _RANGE = re.compile(r"bytes=(\d+)-$")
 
@@ -38,6 +43,8 @@ class Request:
 class Stub:
     gdc: dict[str, Path] = field(default_factory=dict)  # uuid -> file
     gtex: dict[str, Path] = field(default_factory=dict)  # sample id -> file
+    kaggle: dict[str, Path] = field(default_factory=dict)  # competition file name -> file
+    kaggle_users: list[str] = field(default_factory=list)  # the basic-auth user of each Kaggle request
     md5: dict[str, str] = field(default_factory=dict)  # uuid -> announced md5 (default: the real one)
     ranges: bool = True
     fail: dict[str, int] = field(default_factory=dict)
@@ -52,6 +59,10 @@ class Stub:
     @property
     def gdc_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/gdc"
+
+    @property
+    def kaggle_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/kaggle"
 
     @property
     def gtex_url(self) -> str:
@@ -91,9 +102,33 @@ def _handler(stub: Stub) -> type[BaseHTTPRequestHandler]:
                 return self._reply(record, 200, json.dumps({"data": meta, "warnings": {}}).encode())
             if parts[:2] == ["gdc", "data"] and parts[2] in stub.gdc:
                 return self._body(record, stub.gdc[parts[2]].read_bytes(), drop)
+            if parts[:4] == ["kaggle", "competitions", "data", "list"]:
+                return self._kaggle_list(record)
+            if (
+                parts[:4] == ["kaggle", "competitions", "data", "download"]
+                and "/".join(parts[5:]) in stub.kaggle
+            ):
+                self._kaggle_user()
+                return self._body(record, stub.kaggle["/".join(parts[5:])].read_bytes(), drop)
             if parts[0] == "gtex" and len(parts) == 2 and parts[1] in stub.gtex:
                 return self._body(record, stub.gtex[parts[1]].read_bytes(), drop)
             return self._reply(record, 404, b'{"message": "not found"}')
+
+        def _kaggle_user(self) -> None:
+            header = self.headers.get("Authorization", "")
+            user = base64.b64decode(header[6:]).decode().split(":")[0] if header.startswith("Basic ") else ""
+            with stub.lock:
+                stub.kaggle_users.append(user)
+
+        def _kaggle_list(self, record: Request) -> None:
+            self._kaggle_user()
+            names = sorted(stub.kaggle)
+            start = int(parse_qs(urlsplit(self.path).query).get("pageToken", ["0"])[0])
+            page = [
+                {"name": n, "totalBytes": stub.kaggle[n].stat().st_size} for n in names[start : start + 2]
+            ]
+            token = str(start + 2) if start + 2 < len(names) else ""
+            return self._reply(record, 200, json.dumps({"files": page, "nextPageToken": token}).encode())
 
         def _body(self, record: Request, content: bytes, drop: int | None) -> None:
             start = 0

@@ -51,7 +51,9 @@ def test_fetch_yaml_composes_with_every_dataset_option() -> None:
         for dataset in ("tcga", "gtex", "panda", "tcga_slidebench", "tcga_expert_vqa", "demo"):
             cfg = compose("fetch", overrides=[f"dataset={dataset}"])
             assert cfg.dataset.name == dataset and cfg.dry_run is False
-            options = FetchOptions.model_validate({"fetch": cfg.fetch, "check": cfg.check})
+            options = FetchOptions.model_validate(
+                {"fetch": cfg.fetch, "check": cfg.check, "annotations": cfg.annotations}
+            )
             assert options.fetch.concurrency == 4 and options.fetch.gdc_url == "https://api.gdc.cancer.gov"
 
 

@@ -25,9 +25,11 @@ from giant.data.fetch.sources import (
 )
 
 
-def http_client(settings: FetchSettings) -> httpx2.Client:
-    """One pooled client for every transfer; redirects followed (download services use them)."""
+def http_client(settings: FetchSettings, auth: tuple[str, str] | None = None) -> httpx2.Client:
+    """One pooled client for every transfer; redirects followed (download services use them);
+    `auth`: basic-auth credentials sent with every request (Kaggle's API, for the label masks)."""
     return httpx2.Client(
+        auth=auth,
         timeout=settings.timeout_s,
         follow_redirects=True,
         limits=httpx2.Limits(max_connections=settings.concurrency + 2),

@@ -15,6 +15,9 @@ class FetchSettings(BaseModel):
     gtex_url: str = Field(
         min_length=1, description="GTEx histology image service; `/<sample id>` is appended."
     )
+    kaggle_url: str = Field(
+        min_length=1, description="Kaggle's API root: the competition's file list and files (label masks)."
+    )
     concurrency: int = Field(ge=1, le=64, description="Slides downloaded at once.")
     retries: int = Field(
         ge=0, le=100, description="Retries per slide: 408, 429, 5xx, timeouts and dropped connections."
@@ -33,7 +36,7 @@ class FetchSettings(BaseModel):
         description="Typical slide size per source that reports none before the download (gtex, kaggle)."
     )
 
-    @field_validator("gdc_url", "gtex_url")
+    @field_validator("gdc_url", "gtex_url", "kaggle_url")
     @classmethod
     def _no_trailing_slash(cls, value: str) -> str:
         return value.rstrip("/")

@@ -25,7 +25,7 @@ from giant.retry import RetryPolicy, retry_after_s
 
 T = TypeVar("T")
 
-Source = Literal["gdc", "gtex", "kaggle"]
+Source = Literal["gdc", "gtex", "kaggle", "kaggle_files"]  # kaggle_files: over HTTP (data/fetch/masks.py)
 SOURCES: dict[str, Source] = {**dict.fromkeys(TCGA_BENCHMARKS, "gdc"), "gtex": "gtex", "panda": "kaggle"}
 
 KAGGLE_COMPETITION = "prostate-cancer-grade-assessment"

@@ -37,6 +37,7 @@ from giant.tracking.names import (
     MODEL_TAG,
     N_ITEMS_METRIC,
     N_SCORED_METRIC,
+    NAVIGATION_METRIC_PREFIX,
     PER_RUN_BOOT_MEAN_METRIC,
     PER_RUN_BOOT_STD_METRIC,
     PER_RUN_CI_HIGH_METRIC,
@@ -168,6 +169,11 @@ def _record(run: Run) -> RunRecord | None:
         tiers=_tiers(metrics),
         complete=tags.get(STATUS_TAG) != "incomplete",
         dataset_digest=tags.get(DATASET_DIGEST_TAG, ""),
+        navigation={
+            name.removeprefix(NAVIGATION_METRIC_PREFIX): value
+            for name, value in metrics.items()
+            if name.startswith(NAVIGATION_METRIC_PREFIX)
+        },
         start_time=_int_or_none(tags.get(SOURCE_START_TAG)) or run.info.start_time or 0,
         rescored_at=(run.info.start_time or 0) if RESCORE_TAG in tags else 0,
     )

@@ -12,6 +12,7 @@ from giant.tracking.mlflow_logger import mark_model_development
 from giant.tracking.names import REPORT_ROLE, ROLE_TAG, SWEEP_ID_TAG
 from giant.tracking.tables.figures import scaling_figure, thumbnail_figure
 from giant.tracking.tables.formats import cells_csv, cost_markdown, to_csv, to_latex, to_markdown
+from giant.tracking.tables.navigation import navigation_figure, navigation_markdown
 from giant.tracking.tables.rows import RunRecord, Table, build_table, latest_per_row_and_task
 from giant.tracking.tables.versus_paper import comparison_markdown
 
@@ -40,6 +41,15 @@ def write_report(records: list[RunRecord], out_dir: Path, *, published: bool = F
         (out_dir / "table1_vs_published.md").write_text(comparison_markdown(table), encoding="utf-8")
         files.append(out_dir / "table1_vs_published.md")
     latest, _ = latest_per_row_and_task(records)
+    navigation = navigation_markdown(table, latest)  # only where the runs logged navigation metrics
+    if navigation is not None:
+        (out_dir / "navigation.md").write_text(navigation, encoding="utf-8")
+        files.append(out_dir / "navigation.md")
+    drawn = navigation_figure(table, latest, out_dir / "navigation.png")
+    if drawn is None:
+        (out_dir / "navigation.png").unlink(missing_ok=True)
+    else:
+        files.append(drawn)
     skipped = []
     for name, make in (("scaling.png", scaling_figure), ("thumbnail_resolution.png", thumbnail_figure)):
         made = make(latest, out_dir / name)

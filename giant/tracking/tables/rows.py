@@ -72,6 +72,8 @@ class RunRecord(BaseModel):
     per_run_mean_of: int | None = None
     prompts: str = ""  # MLflow param agent.prompts: a folder of its own prompt templates ("": shipped)
     dataset_digest: str = ""  # which version of the task's questions it scored ("": not recorded)
+    # The run's navigation metrics (MLflow `nav_<name>`, docs/navigation.md) by name; empty: none logged
+    navigation: dict[str, float] = {}
     start_time: int = 0  # a re-score: its source's start time
     rescored_at: int = 0  # a re-score: its own start time (0: not a re-score)
 

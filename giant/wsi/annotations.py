@@ -1,0 +1,164 @@
+"""A slide's annotations as a boolean grid of its target classes, from the two formats people have:
+
+- GeoJSON as QuPath exports it: a FeatureCollection of Polygon / MultiPolygon features in level-0 pixel
+  coordinates, each with `properties.classification.name` (a plain string `classification` or `name`
+  is read too). Target polygons are drawn onto a grid of ANNOTATION_SIDE cells on the long side; a
+  polygon's later rings are holes.
+- Label masks: an image whose pixel values are classes (the first channel of an RGB file, as PANDA's
+  `<image_id>_mask.tiff`). A pyramidal TIFF is read at its coarsest level still at least MASK_LEVEL_SIDE
+  on the long side, never whole at level 0 (a PANDA mask is tens of thousands of pixels on a side); a
+  flat image is read as it is, up to MAX_FLAT_PIXELS. `downsample` is level-0 pixels per mask pixel
+  (None: the slide's width over the mask's).
+
+The grid is a giant.wsi.tissue.CropTissue (one bit per cell), so a crop's target fraction counts cells
+the way its tissue fraction does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping
+from pathlib import Path
+
+import numpy as np
+import openslide
+from PIL import Image, ImageDraw
+from scipy import ndimage
+
+from giant.wsi.tissue import CropTissue
+
+ANNOTATION_SIDE = 2048  # cells on the long side of a GeoJSON grid (a 24 px marker of a 3200 px slide: 15)
+# A pyramidal mask is read at its coarsest level at least this long: PANDA's level 2 (1/16, ~8 µm per
+# cell, ~12 MB as RGBA) rather than level 1 (~190 MB); a 1 µm/px crop then spans over a hundred cells.
+MASK_LEVEL_SIDE = 1024
+MAX_FLAT_PIXELS = 16_000_000  # read whole at most this (64 MB as RGBA): a larger mask must be a pyramid
+
+
+class AnnotationError(ValueError):
+    """An annotation file that cannot be read as its format; the message names the file and the fix."""
+
+
+def geojson_grid(
+    path: Path, width: int, height: int, targets: Collection[str], side: int = ANNOTATION_SIDE
+) -> CropTissue:
+    """The target classes' polygons of a QuPath GeoJSON export on a grid over the `width` x `height` slide."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise AnnotationError(
+            f"{path}: not a GeoJSON file ({exc}); export it from QuPath as GeoJSON"
+        ) from None
+    features = data.get("features") if isinstance(data, dict) else data
+    if not isinstance(features, list):
+        raise AnnotationError(f"{path}: no `features` list; export a FeatureCollection from QuPath")
+    factor = side / max(width, height)
+    cols, rows = max(1, round(width * factor)), max(1, round(height * factor))
+    canvas = Image.new("1", (cols, rows), 0)
+    draw = ImageDraw.Draw(canvas)
+    sx, sy = cols / width, rows / height
+    for feature in features:
+        if not isinstance(feature, dict) or feature_class(feature) not in targets:
+            continue
+        geometry = feature.get("geometry") or {}
+        kind, coords = geometry.get("type"), geometry.get("coordinates") or []
+        polygons = [coords] if kind == "Polygon" else coords if kind == "MultiPolygon" else []
+        for rings in polygons:
+            for n, ring in enumerate(rings):
+                points = [(float(x) * sx, float(y) * sy) for x, y, *_ in ring]
+                if len(points) >= 3:
+                    draw.polygon(points, fill=0 if n else 1, outline=0 if n else 1)
+    return CropTissue.from_array(np.asarray(canvas, dtype=bool), width, height)
+
+
+def feature_class(feature: Mapping[str, object]) -> str | None:
+    """A feature's class name: QuPath's `classification.name`, else a plain `classification` or `name`."""
+    props = feature.get("properties")
+    if not isinstance(props, dict):
+        return None
+    found = props.get("classification")
+    if isinstance(found, dict):
+        found = found.get("name")
+    found = found if found is not None else props.get("name")
+    return str(found) if found is not None else None
+
+
+def outlines(path: Path, targets: Collection[str]) -> list[list[tuple[float, float]]]:
+    """The outer rings of the target polygons of a GeoJSON file (level-0 px), for drawing."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    rings = []
+    for feature in data.get("features", []) if isinstance(data, dict) else []:
+        if feature_class(feature) not in targets:
+            continue
+        geometry = feature.get("geometry") or {}
+        coords = geometry.get("coordinates") or []
+        polygons = [coords] if geometry.get("type") == "Polygon" else coords
+        rings += [[(float(x), float(y)) for x, y, *_ in polygon[0]] for polygon in polygons if polygon]
+    return rings
+
+
+def grid_outlines(grid: CropTissue) -> list[list[tuple[float, float]]]:
+    """Each connected area of a grid as its bounding box (a closed ring in level-0 px)."""
+    rows, cols = grid.shape
+    sx, sy = grid.width / cols, grid.height / rows
+    labels, _ = ndimage.label(grid.cells())
+    rings = []
+    for found in ndimage.find_objects(labels):
+        if found is None:
+            continue
+        ys, xs = found
+        x0, x1, y0, y1 = xs.start * sx, xs.stop * sx, ys.start * sy, ys.stop * sy
+        rings.append([(x0, y0), (x1, y0), (x1, y1), (x0, y1), (x0, y0)])
+    return rings
+
+
+def mask_grid(
+    path: Path, width: int, height: int, target_values: Collection[int], downsample: float | None = None
+) -> CropTissue:
+    """The pixels of a label mask whose value is one of `target_values`, on a grid over the slide.
+    `downsample`: slide level-0 pixels per pixel of the mask's own level 0 (None: fitted to the slide)."""
+    values, level_downsample = _mask_values(path)
+    rows, cols = values.shape
+    per_cell = level_downsample * (
+        downsample if downsample is not None else width / (cols * level_downsample)
+    )
+    cells = np.isin(values, np.fromiter(target_values, dtype=np.int64))
+    return CropTissue.from_array(cells, round(cols * per_cell), round(rows * per_cell))
+
+
+def _mask_values(path: Path) -> tuple[np.ndarray, float]:
+    """The mask's class values (first channel) and the downsample of the level they were read at: a
+    low pyramid level, or the whole of a small flat file."""
+    try:
+        handle = openslide.OpenSlide(str(path))
+    except (openslide.OpenSlideError, OSError):
+        handle = None
+    if handle is not None:
+        with handle:
+            level = _coarsest_level(handle.level_dimensions)
+            w, h = handle.level_dimensions[level]
+            if w * h > MAX_FLAT_PIXELS:
+                raise AnnotationError(
+                    f"{path}: its coarsest level of at least {MASK_LEVEL_SIDE} px is {w}x{h}, too large to "
+                    "read whole; write it with more pyramid levels or at a lower resolution"
+                )
+            rgba = np.asarray(handle.read_region((0, 0), level, (w, h)))
+            return rgba[..., 0], handle.level_dimensions[0][0] / w
+    try:
+        with Image.open(path) as image:
+            if image.width * image.height > MAX_FLAT_PIXELS:
+                raise AnnotationError(
+                    f"{path}: a {image.width}x{image.height} flat label mask is too large to read whole; "
+                    "write it as a pyramidal TIFF or at a lower resolution (with annotations.mask_downsample)"
+                )
+            array = np.asarray(image)
+    except (OSError, Image.DecompressionBombError) as exc:
+        raise AnnotationError(
+            f"{path}: not a readable label mask ({exc}); give a PNG or TIFF of class values"
+        ) from None
+    return (array[..., 0] if array.ndim == 3 else array), 1.0
+
+
+def _coarsest_level(dimensions: tuple[tuple[int, int], ...]) -> int:
+    """The coarsest level whose long side is still MASK_LEVEL_SIDE or more (level 0 if none is)."""
+    fit = [n for n, (w, h) in enumerate(dimensions) if max(w, h) >= MASK_LEVEL_SIDE]
+    return max(fit) if fit else 0
