@@ -1,4 +1,5 @@
-"""Where the model looked, as numbers: one `Navigation` record per item-run and the formulas behind it.
+"""Where the model looked, as numbers: the formulas behind each item-run's `Navigation` record (the
+record itself lives with the trajectory that holds it, giant.record.trajectory).
 
 Every region shown after the overview is a crop (random_regions' sampled boxes and patch mode's patches
 included). A crop's `mpp` is the microns per pixel of the image the model saw: the slide's level-0 mpp
@@ -12,15 +13,12 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
-from pydantic import BaseModel
 
 from giant.core import Box
-
-if TYPE_CHECKING:  # the trajectory holds its Navigation record
-    from giant.record.trajectory import Region, Trajectory
+from giant.record.trajectory import Navigation, Region, Trajectory
 
 FINE_MPP = 1.0  # "first step at or finer than 1 µm/px" (about 10x): the issue's fixed depth
 # Two crops' scales are "the same" within this relative tolerance (rounding of read boxes).
@@ -49,31 +47,6 @@ class Grid(Protocol):
     def fraction(self, box: Box) -> float: ...
 
     def cells(self) -> np.ndarray: ...
-
-
-class Navigation(BaseModel):
-    """One item-run's navigation (the field names are also the summary's and MLflow's, `nav_` prefixed).
-    None where a value cannot be known: no crop, no slide mpp, no tissue mask, no annotations."""
-
-    steps: int = 0  # actions executed (crops, notes, the answer)
-    crops: int = 0  # regions shown after the overview
-    finest_mpp: float | None = None  # the finest µm/px of any crop
-    median_mpp: float | None = None  # the median µm/px over the crops
-    tissue: float | None = None  # mean tissue fraction of the crops
-    coverage: float | None = None  # share of the slide's tissue shown at or finer than coverage_mpp
-    coverage_mpp: float | None = None  # the threshold `coverage` was measured with
-    revisits: float | None = None  # share of the crops' area already shown at the same or finer scale
-    first_fine_step: int | None = None  # the first crop (1-based) at or finer than FINE_MPP
-    crop_mpp: list[float | None] = []  # each crop's µm/px, in order (the report's µm/px by step)
-    # Evidence (annotations): None = the slide has no annotations ("not annotated", never a miss)
-    hit: bool | None = None  # a crop at or finer than hit_mpp on target
-    first_hit_step: int | None = None  # the first such crop (1-based)
-    on_target: float | None = None  # share of the crops (any µm/px) on target
-    hit_steps: list[bool] | None = None  # per crop: a hit so far (the report's hit rate by step)
-
-    @property
-    def annotated(self) -> bool:
-        return self.hit is not None
 
 
 def crop_regions(traj: Trajectory) -> list[Region]:

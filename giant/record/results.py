@@ -24,7 +24,7 @@ from giant.atomic import write_atomic
 from giant.core import SetupCause, Status
 from giant.errors import ConfigError
 from giant.llm.types import TokenCounts
-from giant.record.navigation import Navigation
+from giant.record.trajectory import Navigation
 
 # Statuses beyond the episode's (giant.core.Status): decided by the runner, not the episode.
 RunnerStatus = Literal["skipped", "unparseable", "runner_error"]

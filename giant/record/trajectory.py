@@ -12,7 +12,6 @@ from pydantic import BaseModel, Field, SerializeAsAny
 
 from giant.core import Box, SetupCause, Status
 from giant.llm.types import ProviderError, Step, TokenCounts, Usage
-from giant.record.navigation import Navigation
 from giant.tagged import tagged
 from giant.tools import ToolRecord
 from giant.tools.registry import record_models
@@ -28,6 +27,31 @@ ERROR_KINDS: tuple[ErrorKind, ...] = get_args(ErrorKind)
 def error_kind(exc: ProviderError) -> ErrorKind:
     """The record's kind of a provider error (an unlisted kind is the generic provider_error)."""
     return next((kind for kind in ERROR_KINDS if kind == exc.kind), "provider_error")
+
+
+class Navigation(BaseModel):
+    """One item-run's navigation (the field names are also the summary's and MLflow's, `nav_` prefixed).
+    None where a value cannot be known: no crop, no slide mpp, no tissue mask, no annotations."""
+
+    steps: int = 0  # actions executed (crops, notes, the answer)
+    crops: int = 0  # regions shown after the overview
+    finest_mpp: float | None = None  # the finest µm/px of any crop
+    median_mpp: float | None = None  # the median µm/px over the crops
+    tissue: float | None = None  # mean tissue fraction of the crops
+    coverage: float | None = None  # share of the slide's tissue shown at or finer than coverage_mpp
+    coverage_mpp: float | None = None  # the threshold `coverage` was measured with
+    revisits: float | None = None  # share of the crops' area already shown at the same or finer scale
+    first_fine_step: int | None = None  # the first crop (1-based) at or finer than FINE_MPP
+    crop_mpp: list[float | None] = []  # each crop's µm/px, in order (the report's µm/px by step)
+    # Evidence (annotations): None = the slide has no annotations ("not annotated", never a miss)
+    hit: bool | None = None  # a crop at or finer than hit_mpp on target
+    first_hit_step: int | None = None  # the first such crop (1-based)
+    on_target: float | None = None  # share of the crops (any µm/px) on target
+    hit_steps: list[bool] | None = None  # per crop: a hit so far (the report's hit rate by step)
+
+    @property
+    def annotated(self) -> bool:
+        return self.hit is not None
 
 
 class Call(BaseModel):
