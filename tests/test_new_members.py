@@ -152,7 +152,7 @@ def _files(root: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of giant/, conf/ and the entrypoint with the provider and the mode added."""
-    root = tmp_path_factory.mktemp("repo")
+    root = tmp_path_factory.mktemp("new_members") / "repo"  # its parent holds this test's jobs alone
     for tree in ("giant", "conf"):
         shutil.copytree(ROOT / tree, root / tree)
     (root / "scripts").mkdir()
