@@ -2,9 +2,9 @@
 sent before them, byte for byte, and a folder of your own replaces them as a different method.
 
 tests/agent/data/shipped_prompts.json holds the texts the code sent before the templates existed
-(giant/agent/instructions.py at commit 5b1c6f4 and earlier), for every mode, T in {1, 2, 20}, with and
-without the note tool and max_images_in_context: ledger keys and config hashes of earlier runs depend
-on these bytes.
+(giant/agent/instructions.py as of commit a10bbcc), for every mode, T in {1, 2, 20}, with and without
+the note tool and max_images_in_context: ledger keys and config hashes of earlier runs depend on
+these bytes.
 """
 
 from __future__ import annotations
