@@ -13,14 +13,15 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from pathlib import Path
 from typing import Any
 
 from hydra import compose
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from giant.config import RunSettings
-from giant.errors import EXIT_CONFIG, ConfigError
+from giant.config import PathSettings, RunSettings
+from giant.errors import EXIT_CONFIG, ConfigError, exit_with
 from giant.job import check_data
 from giant.tracking.callbacks import sweep_jobs
 
@@ -83,6 +84,8 @@ def _problem(settings: RunSettings) -> str | None:
         check_data(settings)
     except ConfigError as err:
         return str(err)
+    except OSError as exc:  # a folder the check reads or writes (the demo's cache) is not usable
+        return f"{exc.filename or 'the data'}: {exc.strerror or exc}"
     finally:
         quiet.setLevel(level)
     return None
@@ -90,6 +93,10 @@ def _problem(settings: RunSettings) -> str | None:
 
 class SweepDataCheck(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        try:  # the folders the data check writes in (the demo's cache) first, as the MLflow callback does
+            PathSettings.from_config(config).check_writable(Path(config.hydra.sweep.dir), sweep=True)
+        except ConfigError as err:
+            exit_with(PROG, str(err))
         jobs: list[tuple[list[str], RunSettings | ConfigError]] = []
         name = config.hydra.job.config_name
         for overrides in sweep_jobs(config):

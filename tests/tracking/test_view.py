@@ -1,0 +1,75 @@
+"""The sweep's saved view (giant.tracking.view) as MLflow's UI reads it: an experiment tag
+`mlflow.sharedViewState.<sweep id>` holding the runs page's state as JSON, from the jobs' runs in a
+real store. The browser side is tests/tracking/test_sweep_view_browser.py."""
+
+from __future__ import annotations
+
+import json
+
+from mlflow.tracking import MlflowClient
+
+from giant.tracking.names import (
+    DATASET_TAG,
+    JOB_ROLE,
+    ROLE_TAG,
+    SHARED_VIEW_PREFIX,
+    SWEEP_ID_TAG,
+    SWEEP_ROLE,
+)
+from giant.tracking.store import runs_table_links
+from giant.tracking.view import store_view_from_runs, view_address
+
+
+def _sweep(client: MlflowClient, experiment: str) -> tuple[str, list[str]]:
+    sweep = client.create_run(experiment, tags={ROLE_TAG: SWEEP_ROLE}).info.run_id
+    jobs = []
+    for task in ("tcga", "panda"):
+        for steps in ("5", "10"):
+            run = client.create_run(
+                experiment, tags={ROLE_TAG: JOB_ROLE, SWEEP_ID_TAG: sweep, DATASET_TAG: task}
+            )
+            for key, value in {
+                "agent.max_steps": steps,
+                "dataset.benchmark": task,
+                "agent.crop_size": "1000",  # the same in every job: not swept
+                "paths.output_dir": f"/out/{task}-{steps}",  # differs, but is where a job wrote
+            }.items():
+                client.log_param(run.info.run_id, key, value)
+            jobs.append(run.info.run_id)
+    return sweep, jobs
+
+
+def test_the_view_lists_the_jobs_with_the_ablation_s_columns(mlflow_store: tuple[str, str]) -> None:
+    uri, experiment = mlflow_store
+    client = MlflowClient(uri)
+    sweep, _ = _sweep(client, experiment)
+    other = client.create_run(experiment, tags={ROLE_TAG: "report", SWEEP_ID_TAG: sweep})  # not a job
+    assert store_view_from_runs(client, experiment, sweep) == ["agent.max_steps", "dataset.benchmark"]
+    state = json.loads(client.get_experiment(experiment).tags[f"{SHARED_VIEW_PREFIX}{sweep}"])
+    # the filter selects the sweep's jobs only
+    listed = client.search_runs([experiment], state["searchFilter"])
+    assert len(listed) == 4 and other.info.run_id not in {run.info.run_id for run in listed}
+    columns = state["selectedColumns"]
+    assert columns[:2] == ["params.`agent.max_steps`", "params.`dataset.benchmark`"]
+    for key in ("metric", "metric_ci_low", "metric_ci_high", "cost_usd", "calls_paid", "steps_mean"):
+        assert f"metrics.`{key}`" in columns
+    assert "tags.`dataset`" in columns
+    # one chart per numeric swept setting: the metric against agent.max_steps, not against the task
+    charts = state["compareRunCharts"]
+    assert [(c["type"], c["xaxis"], c["yaxis"]["key"]) for c in charts] == [
+        ("SCATTER", {"key": "agent.max_steps", "type": "PARAM"}, "metric")
+    ]
+    assert {c["metricSectionId"] for c in charts} == {s["uuid"] for s in state["compareRunSections"]}
+
+
+def test_make_ui_prints_the_newest_sweep_s_address(mlflow_store: tuple[str, str]) -> None:
+    uri, experiment = mlflow_store
+    client = MlflowClient(uri)
+    older, _ = _sweep(client, experiment)
+    store_view_from_runs(client, experiment, older)
+    newer, _ = _sweep(client, experiment)
+    store_view_from_runs(client, experiment, newer)
+    lines = runs_table_links(client, "http://127.0.0.1:5000")
+    address = view_address("http://127.0.0.1:5000", experiment, newer)
+    assert f"newest sweep of giant, its jobs side by side: {address}" in lines
+    assert not any(older in line for line in lines)
