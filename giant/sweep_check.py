@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from pathlib import Path
 from typing import Any
 
 from hydra import compose
@@ -104,8 +103,8 @@ class SweepDataCheck(Callback):
                 jobs.append((overrides, err))
         # Bad settings first: nothing, not even the sweep's folder, is made for a command that is wrong
         _stop_on(sweep_problems(jobs, data=False))
-        try:  # the folders the data check writes in (the demo's cache), as the MLflow callback checks them
-            PathSettings.from_config(config).check_writable(Path(config.hydra.sweep.dir), sweep=True)
+        try:  # the folder the data check writes in (the demo's slides); the sweep's own is made later
+            PathSettings.from_config(config).check_cache()
         except ConfigError as err:
             exit_with(PROG, str(err))
         _stop_on(sweep_problems(jobs))
