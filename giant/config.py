@@ -68,11 +68,15 @@ class PathSettings(_Strict):
         except ValidationError as exc:
             raise ConfigError(f"paths.{one_line(exc)}") from None
 
+    def check_cache(self) -> None:
+        """The cache folder (the demo's slides, the CSV, the resume index) created and written to."""
+        _check_folder(f"paths.cache_dir={self.cache_dir}", self.cache_dir)
+
     def check_writable(self, job_dir: Path, *, sweep: bool) -> None:
         """The folders a job writes, Hydra's job (or sweep) folder and the cache, created and written
         to for real before Hydra creates them: Hydra's own failure is a long traceback, and permission
         bits tell nothing when running as root. The error names the setting the folder comes from."""
-        _check_folder(f"paths.cache_dir={self.cache_dir}", self.cache_dir)  # first: it is kept anyway
+        self.check_cache()  # first: it is kept anyway
         key = "multirun_dir" if sweep else "output_dir"
         parent: Path = getattr(self, key)
         job_dir = job_dir.absolute()  # Hydra takes a relative job folder from the working directory

@@ -42,22 +42,26 @@ class Tee:
         return getattr(self.stream, name)
 
 
-class JobLog(Callback):
-    def __init__(self) -> None:
-        self._saved: tuple[Any, Any, IO[str]] | None = None
+# The streams a running job replaced and its open log file. Kept outside the callback: submitit pickles
+# Hydra's callbacks to requeue a job, and an open file cannot be pickled.
+_active: tuple[Any, Any, IO[str]] | None = None
 
+
+class JobLog(Callback):
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        global _active
         runtime = HydraConfig.get()
         path = Path(runtime.runtime.output_dir) / f"{runtime.job.name}.log"
         path.parent.mkdir(parents=True, exist_ok=True)
         log = path.open("a", encoding="utf-8")
-        self._saved = (sys.stdout, sys.stderr, log)
+        _active = (sys.stdout, sys.stderr, log)
         sys.stdout = Tee(sys.stdout, log)
         sys.stderr = Tee(sys.stderr, log)
 
     def on_job_end(self, config: DictConfig, job_return: Any = None, **kwargs: Any) -> None:
-        if self._saved is None:
+        global _active
+        if _active is None:
             return
-        sys.stdout, sys.stderr, log = self._saved
-        self._saved = None
+        sys.stdout, sys.stderr, log = _active
+        _active = None
         log.close()

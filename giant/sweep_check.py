@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from pathlib import Path
 from typing import Any
 
 from hydra import compose
@@ -40,18 +39,20 @@ def data_key(settings: RunSettings) -> str:
     return json.dumps(parts, sort_keys=True, default=str)
 
 
-def sweep_problems(jobs: list[tuple[list[str], RunSettings | ConfigError]]) -> list[str]:
+def sweep_problems(
+    jobs: list[tuple[list[str], RunSettings | ConfigError]], *, data: bool = True
+) -> list[str]:
     """One line per distinct problem among the jobs (overrides and settings, in launch order, or the
     error their settings raised), naming the jobs it affects by the overrides that set them apart;
-    [] when every job's settings and data are usable. Dry runs' data is not checked: they report
-    missing slides themselves."""
+    [] when every job's settings (and with `data`, its data) are usable. Dry runs' data is not
+    checked: they report missing slides themselves."""
     checked: dict[str, str | None] = {}
     problems: dict[str, list[int]] = {}
     for number, (_, settings) in enumerate(jobs):
         if isinstance(settings, ConfigError):
             problems.setdefault(str(settings), []).append(number)
             continue
-        if settings.run.dry_run:
+        if not data or settings.run.dry_run:
             continue
         key = data_key(settings)
         if key not in checked:
@@ -93,10 +94,6 @@ def _problem(settings: RunSettings) -> str | None:
 
 class SweepDataCheck(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        try:  # the folders the data check writes in (the demo's cache) first, as the MLflow callback does
-            PathSettings.from_config(config).check_writable(Path(config.hydra.sweep.dir), sweep=True)
-        except ConfigError as err:
-            exit_with(PROG, str(err))
         jobs: list[tuple[list[str], RunSettings | ConfigError]] = []
         name = config.hydra.job.config_name
         for overrides in sweep_jobs(config):
@@ -104,8 +101,17 @@ class SweepDataCheck(Callback):
                 jobs.append((overrides, RunSettings.from_config(compose(name, overrides))))
             except ConfigError as err:
                 jobs.append((overrides, err))
-        lines = sweep_problems(jobs)
-        if lines:
-            for line in lines:
-                print(f"{PROG}: {line}", file=sys.stderr)
-            sys.exit(EXIT_CONFIG)
+        # Bad settings first: nothing, not even the sweep's folder, is made for a command that is wrong
+        _stop_on(sweep_problems(jobs, data=False))
+        try:  # the folder the data check writes in (the demo's slides); the sweep's own is made later
+            PathSettings.from_config(config).check_cache()
+        except ConfigError as err:
+            exit_with(PROG, str(err))
+        _stop_on(sweep_problems(jobs))
+
+
+def _stop_on(lines: list[str]) -> None:
+    if lines:
+        for line in lines:
+            print(f"{PROG}: {line}", file=sys.stderr)
+        sys.exit(EXIT_CONFIG)
