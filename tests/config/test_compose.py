@@ -58,7 +58,13 @@ def test_every_group_has_its_options() -> None:
         "patch",
         "random_regions",
     }
-    assert set(group_options("experiment")) == {"table1", "scaling", "thumbnail_resolution", "random_regions"}
+    assert set(group_options("experiment")) == {
+        "table1",
+        "scaling",
+        "thumbnail_resolution",
+        "random_regions",
+        "patch_design",
+    }
     assert set(group_options("launcher")) == {"basic", "joblib", "submitit_local", "submitit_slurm"}
 
 
