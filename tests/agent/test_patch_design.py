@@ -214,3 +214,40 @@ def test_the_study_settings_are_recorded_only_away_from_today() -> None:
     assert joint.record()["agent"]["inference"] == "joint"
     assert mode_of(joint.agent).run_name(joint.agent, "tcga") == "tcga-patch-30x224-joint"
     assert cells["agent.patch_mpp=2.0"].record()["agent"]["patch_mpp"] == 2.0
+
+
+def test_the_dry_run_lists_slides_without_mpp_and_prices_a_joint_call(
+    tmp_path: Path, item: Item, pyramid: Path
+) -> None:
+    from giant.agent.modes import parse_agent
+    from giant.eval.dryrun import dry_run
+    from giant.llm.pricing import Pricing, Rates
+
+    root = tmp_path / "wsi"
+    root.mkdir()
+    (root / "seen.svs").write_bytes(pyramid.read_bytes())
+    (root / "blind.svs").write_bytes(pyramid.read_bytes().replace(b"|MPP = ", b"|XPP = "))
+    items = [
+        item.model_copy(update={"benchmark_id": str(n), "image_path": name})
+        for n, name in enumerate(["seen.svs", "blind.svs"])
+    ]
+    pricing = Pricing({"gpt-5": Rates(input=1.25, cached_input=0.125, cache_write=0.0, output=10.0)})
+    report = dry_run(
+        items,
+        wsi_root=root,
+        agent=parse_agent({"mode": "patch", "inference": "joint", "patch_count": 12, "patch_mpp": 2.0}),
+        provider=provider_settings("openai", model="gpt-5"),
+        pricing=pricing,
+        runs_per_item=1,
+        cell="tcga-patch-12x224-2mpp-joint",
+    )
+    assert [p.key for p in report.no_mpp] == [items[1].key]
+    assert "blind.svs" in report.no_mpp[0].reason and "agent.patch_mpp=2.0" in report.no_mpp[0].reason
+    est = report.estimate
+    assert (est.images_per_call, est.calls_per_item_run, est.image_side) == (12, 1, 224)
+    assert est.input_tokens >= 2 * 12 * est.tokens_per_image and report.warnings == []
+    text = report.render()
+    assert (
+        f"no mpp {items[1].key}" in text
+        and "cell tcga-patch-12x224-2mpp-joint: 12 image(s) of 224 px" in text
+    )
