@@ -65,6 +65,7 @@ image_tokens: auto
 max_model_len: null
 gpu_hour_usd: null
 gpus: 1
+tokens_per_s: null
 max_tokens: null
 temperature: null
 max_retries: 0

@@ -16,8 +16,9 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Sequence
+
+import httpx2
 
 from giant.tracking.store import main as check_store
 from giant.tracking.store import runs_table_links
@@ -29,10 +30,10 @@ QUIET = "ignore:starlette.middleware.wsgi is deprecated"  # Starlette's warning,
 
 def answers(base: str, timeout_s: float = 2.0) -> bool:
     try:
-        with urllib.request.urlopen(f"{base}/health", timeout=timeout_s):
-            return True
-    except OSError:
+        httpx2.get(f"{base}/health", timeout=timeout_s)
+    except httpx2.HTTPError:
         return False
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:

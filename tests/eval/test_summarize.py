@@ -6,11 +6,17 @@ import numpy as np
 import pytest
 
 from giant.core import Item
-from giant.eval.scoring_settings import ScoringSettings
+from giant.eval.scoring_settings import NavigationSettings, ScoringSettings
 from giant.eval.summarize import summarize
 from giant.record import SKIPPED, ResultRecord
 from giant.record.summary import Provenance
 
+SCORING = ScoringSettings(
+    tie_rule="lowest_run_index",
+    panda_null_as_zero=True,
+    bootstrap_replicates=200,
+    navigation=NavigationSettings(coverage_mpp=2.0, hit_mpp=1.0, hit_overlap=0.1),
+)
 PROVENANCE = Provenance(run_key="k", config_hash="c", dataset_hash="d")
 
 
@@ -56,9 +62,7 @@ def summary_of(records: list[ResultRecord], items: list[Item], runs: int = 1, re
         metric_name="balanced_accuracy",
         runs_per_item=runs,
         seed=3,
-        scoring=ScoringSettings(
-            tie_rule="lowest_run_index", panda_null_as_zero=True, bootstrap_replicates=200
-        ),
+        scoring=SCORING,
         provenance=PROVENANCE,
         incomplete_reason=reason,
     )
@@ -170,9 +174,7 @@ def test_per_run_mean_has_a_bootstrap_over_items_by_hand() -> None:
             metric_name=metric,
             runs_per_item=2,
             seed=3,
-            scoring=ScoringSettings(
-                tie_rule="lowest_run_index", panda_null_as_zero=True, bootstrap_replicates=200
-            ),
+            scoring=SCORING,
             provenance=PROVENANCE,
         )
         assert s.per_run == pytest.approx([1.0, 0.5]) and s.per_run_mean == pytest.approx(0.75)
@@ -189,9 +191,7 @@ def test_per_run_mean_has_a_bootstrap_over_items_by_hand() -> None:
             metric_name=metric,
             runs_per_item=2,
             seed=3,
-            scoring=ScoringSettings(
-                tie_rule="lowest_run_index", panda_null_as_zero=True, bootstrap_replicates=200
-            ),
+            scoring=SCORING,
             provenance=PROVENANCE,
         )
         assert again.per_run_bootstrap == boot  # deterministic by seed, whatever the records' order

@@ -37,16 +37,13 @@ _MODEL = re.compile(r"models/\S+ is not found|is not supported for generateconte
 _TIER = re.compile(r"service.?tier", re.I)
 _DELAY = re.compile(r"^(\d+(?:\.\d+)?)s$")
 
-try:  # the SDK's default async transport when no client is handed to it
-    import aiohttp
+# Connection failures: httpx2's, and those of the SDK's default async transport (aiohttp), which are
+# told by their module so that giant never imports an HTTP client of its own beside httpx2.
+_CONNECTION: tuple[type[BaseException], ...] = (httpx2.TransportError, asyncio.TimeoutError)
 
-    _CONNECTION: tuple[type[BaseException], ...] = (
-        httpx2.TransportError,
-        aiohttp.ClientError,
-        asyncio.TimeoutError,
-    )
-except ImportError:  # pragma: no cover - aiohttp is an optional extra of google-genai
-    _CONNECTION = (httpx2.TransportError, asyncio.TimeoutError)
+
+def _is_connection_error(exc: BaseException) -> bool:
+    return isinstance(exc, _CONNECTION) or type(exc).__module__.split(".")[0] == "aiohttp"
 
 
 def _details(exc: genai_errors.APIError) -> list[dict[str, Any]]:
@@ -113,7 +110,9 @@ async def sdk_call(work: Awaitable[Any], *, secret: str | None) -> Any:
         return await work
     except genai_errors.APIError as exc:
         raise classify(exc, secret=secret) from None
-    except _CONNECTION as exc:
+    except Exception as exc:
+        if not _is_connection_error(exc):
+            raise
         raise classify(exc, secret=secret) from None
 
 
@@ -163,7 +162,9 @@ async def send_flex(
                     cause="flex_unsupported",
                 ) from None
             raise error from None
-        except _CONNECTION as exc:
+        except Exception as exc:
+            if not _is_connection_error(exc):
+                raise
             raise classify(exc, secret=secret) from None
 
     attempts = retries if fallback == "standard" else sys.maxsize - 1  # wait: until the item's timeout
