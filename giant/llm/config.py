@@ -138,31 +138,21 @@ class BatchedSettings(SdkSettings):
         return self
 
 
-@register("provider")
-class OpenAISettings(BatchedSettings):
-    implementation = "giant.llm.openai_provider:OpenAIProvider"
-    name: Method[Literal["openai"]] = Field(description="The provider; picking `provider=<name>` sets it.")
-    reasoning_effort: Method[str | None] = Field(
-        description="Reasoning effort, with encrypted reasoning re-sent in later steps; null: neither."
-    )
-    image_detail: Method[Literal["high", "low", "auto"]] = Field(description="The image detail level sent.")
+class FlexSettings(BatchedSettings):
+    """A provider with a synchronous flex tier (OpenAI's flex processing, Gemini's flex): the same
+    model for half the price, slower, and turned away under load."""
+
     # The price tier, not the answer: the same model answers, slower and for half the price under flex.
     service_tier: Operational[Literal["standard", "flex"]] = Field(
-        description="standard, or flex: OpenAI flex processing, half price and slower."
+        description="standard, or flex: the provider's flex tier, half price, slower, may be turned away."
     )
-    # Flex "resource unavailable" 429s asked again, apart from max_retries; then flex_fallback decides.
+    # Flex calls turned away for capacity (OpenAI's 429 "resource unavailable", Gemini's 503) asked
+    # again, apart from max_retries; then flex_fallback decides.
     flex_retries: Operational[int] = Field(
-        ge=0, le=100, description="Retries of flex 'resource unavailable' 429s, apart from max_retries."
+        ge=0, le=100, description="Retries of flex calls turned away for capacity, apart from max_retries."
     )
     flex_fallback: Operational[Literal["wait", "standard"]] = Field(
         description="After flex_retries: standard sends the call at the standard tier; wait keeps asking."
-    )
-    # How long OpenAI keeps the prompt cache (the request's prompt_cache_retention): billing, not the
-    # answer. None sends nothing (the server's default); auto sends "24h" in batch mode only, for a
-    # model OpenAI extends retention for (giant.llm.caching.openai_retention); the others as given.
-    prompt_cache_retention: Operational[Literal["auto", "in_memory", "24h"] | None] = Field(
-        description="How long OpenAI keeps the prompt cache; auto: 24h in batch mode where the model "
-        "takes it; null: the server's default."
     )
 
     def billed_tier(self) -> Tier:
@@ -177,6 +167,23 @@ class OpenAISettings(BatchedSettings):
         if self.timeout_s is not None:
             return self.timeout_s
         return FLEX_TIMEOUT_S if self.service_tier == "flex" else STANDARD_TIMEOUT_S
+
+
+@register("provider")
+class OpenAISettings(FlexSettings):
+    implementation = "giant.llm.openai_provider:OpenAIProvider"
+    name: Method[Literal["openai"]] = Field(description="The provider; picking `provider=<name>` sets it.")
+    reasoning_effort: Method[str | None] = Field(
+        description="Reasoning effort, with encrypted reasoning re-sent in later steps; null: neither."
+    )
+    image_detail: Method[Literal["high", "low", "auto"]] = Field(description="The image detail level sent.")
+    # How long OpenAI keeps the prompt cache (the request's prompt_cache_retention): billing, not the
+    # answer. None sends nothing (the server's default); auto sends "24h" in batch mode only, for a
+    # model OpenAI extends retention for (giant.llm.caching.openai_retention); the others as given.
+    prompt_cache_retention: Operational[Literal["auto", "in_memory", "24h"] | None] = Field(
+        description="How long OpenAI keeps the prompt cache; auto: 24h in batch mode where the model "
+        "takes it; null: the server's default."
+    )
 
 
 @register("provider")

@@ -7,20 +7,17 @@ are imported when a Gemini provider is built. Its values are in conf/provider/ge
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
-from giant.llm.config import FLEX_TIMEOUT_S, STANDARD_TIMEOUT_S, BatchedSettings, _invalid
+from giant.llm.config import FlexSettings, _invalid
 from giant.registry import register
-from giant.roles import Method, Operational
-
-if TYPE_CHECKING:
-    from giant.llm.types import Tier
+from giant.roles import Method
 
 
 @register("provider")
-class GeminiSettings(BatchedSettings):
+class GeminiSettings(FlexSettings):
     """Google's Gemini API through google-genai (the class in `provider.py`); flex as OpenAI's flex."""
 
     implementation = "giant.llm.providers.gemini.provider:GeminiProvider"
@@ -36,25 +33,6 @@ class GeminiSettings(BatchedSettings):
     media_resolution: Method[Literal["low", "medium", "high", "ultra_high"] | None] = Field(
         description="media_resolution of every image part; null: the model's default."
     )
-    service_tier: Operational[Literal["standard", "flex"]] = Field(
-        description="standard, or flex: Gemini's flex tier, half price, may be shed under load."
-    )
-    flex_retries: Operational[int] = Field(
-        ge=0, le=100, description="Retries of a flex call the server shed (503), apart from max_retries."
-    )
-    flex_fallback: Operational[Literal["wait", "standard"]] = Field(
-        description="After flex_retries: standard sends the call at the standard tier; wait keeps asking."
-    )
-
-    def billed_tier(self) -> Tier:
-        if self.service_tier == "flex" and self.flex_fallback == "wait":
-            return "flex"
-        return super().billed_tier()
-
-    def client_timeout_s(self) -> float:
-        if self.timeout_s is not None:
-            return self.timeout_s
-        return FLEX_TIMEOUT_S if self.service_tier == "flex" else STANDARD_TIMEOUT_S
 
     @model_validator(mode="after")
     def _one_thinking(self) -> GeminiSettings:
