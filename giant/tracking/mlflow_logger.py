@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
+import time
 import urllib.parse
 import warnings
 from collections.abc import Iterator, Sequence
@@ -335,6 +336,8 @@ SCORE_METRICS = (
     *(PER_RUN_BOOT_MEAN_METRIC, PER_RUN_BOOT_STD_METRIC, PER_RUN_CI_LOW_METRIC, PER_RUN_CI_HIGH_METRIC),
 )
 
+DATASET_ATTEMPTS = 4  # linking the questions' dataset, when another job inserted it at the same moment
+
 
 class JobRun:
     """The MLflow run of one job: created (or reattached on resume) before any item starts, so the UI
@@ -395,7 +398,18 @@ class JobRun:
             source = resolve_dataset_source(where)
         dataset = MetaDataset(source, name=digests.name, digest=digests.digest)  # type: ignore[abstract]
         context = InputTag(MLFLOW_DATASET_CONTEXT, DATASET_CONTEXT)
-        self.client.log_inputs(self.run_id, [DatasetInput(dataset._to_mlflow_entity(), tags=[context])])
+        inputs = [DatasetInput(dataset._to_mlflow_entity(), tags=[context])]
+        for attempt in range(DATASET_ATTEMPTS):
+            try:
+                self.client.log_inputs(self.run_id, inputs)
+                return
+            except MlflowException as exc:
+                # The server looks the dataset up, then inserts it: jobs of one sweep starting together
+                # can both miss it, and the later insert fails on the unique key. The row exists now,
+                # so the next attempt finds and links it.
+                if attempt + 1 == DATASET_ATTEMPTS or "unique" not in str(exc).lower():
+                    raise
+                time.sleep(0.2 * (attempt + 1))
 
     def set_tags(self, tags: dict[str, str]) -> None:
         now = [RunTag(key, scrub(value, self.secrets)) for key, value in tags.items()]
