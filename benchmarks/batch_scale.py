@@ -94,7 +94,7 @@ def child(args: argparse.Namespace) -> None:
 
     from giant.agent.modes import parse_agent
     from giant.llm.config import provider_settings
-    from giant.llm.factory import build_provider
+    from giant.llm.factory import batch_collector, build_provider
     from giant.llm.ledger import Ledger
     from giant.wsi.slide import open_slides
     from tests.eval.runner_fixtures import evaluate, make_items
@@ -108,7 +108,9 @@ def child(args: argparse.Namespace) -> None:
     cfg = provider_settings(
         args.provider, base_url=base_url, batch=True, batch_wait_s=3600.0, batch_poll_s=0.05, max_retries=2
     )
-    provider = build_provider(cfg, ledger=Ledger(work / "ledger"))
+    ledger = Ledger(work / "ledger")
+    batches = batch_collector(cfg, ledger)
+    provider = build_provider(cfg, ledger=ledger, batches=batches)
     agent = parse_agent({"mode": "giant", "max_steps": args.steps, "crop_size": args.crop_size})
     items = make_items(args.items, names)
     base = {"rss": _status_kb("VmRSS"), "fds": _fds()}
@@ -126,7 +128,9 @@ def child(args: argparse.Namespace) -> None:
     sampler.start()
     started = time.perf_counter()
     summary = asyncio.run(
-        evaluate(items, wsi, provider, work / "out", agent=agent, concurrency=args.concurrency)
+        evaluate(
+            items, wsi, provider, work / "out", agent=agent, batches=batches, concurrency=args.concurrency
+        )
     )
     wall = time.perf_counter() - started
     done.set()

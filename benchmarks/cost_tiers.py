@@ -63,7 +63,7 @@ from giant.config import CONF_DIR
 from giant.core import Item
 from giant.llm.caching import CacheSplit, Request, wire_request
 from giant.llm.config import ProviderConfig, provider_settings
-from giant.llm.factory import build_provider, provider_class
+from giant.llm.factory import batch_collector, build_provider, provider_class
 from giant.llm.ledger import Ledger
 from giant.llm.pricing import Pricing
 from giant.llm.types import Tier, Usage
@@ -147,9 +147,14 @@ class Campaign:
 
 
 def _run(cfg: ProviderConfig, items: list[Item], wsi: Path, work: Path, agent: Any, **build: Any) -> float:
-    provider = build_provider(cfg, ledger=Ledger(work / "ledger"), **build)
+    ledger = Ledger(work / "ledger")
+    batches = batch_collector(cfg, ledger)
+    provider = build_provider(cfg, ledger=ledger, batches=batches, **build)
     started = time.perf_counter()
-    summary = asyncio.run(evaluate(items, wsi, provider, work / "out", agent=agent, concurrency=len(items)))
+    out = work / "out"
+    summary = asyncio.run(
+        evaluate(items, wsi, provider, out, agent=agent, batches=batches, concurrency=len(items))
+    )
     assert summary.n_scored == len(items), f"{cfg.name}: {summary.incomplete_reason}"
     return time.perf_counter() - started
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from giant.agent.modes import AgentConfig, parse_agent
 from giant.config import RunOptions, shipped
 from giant.core import Item
-from giant.eval.runner import run_eval
+from giant.eval.runner import RunData, RunServices, run_eval
 from giant.llm.random_provider import format_answer
 from giant.llm.types import AnswerAction, CallContext, Conversation, CropAction, ModelTurn, Step, Usage
 from giant.wsi.synthetic import write_synthetic_slide
@@ -64,15 +64,12 @@ def timed_run(root: Path, items: list[Item], agent: AgentConfig, latency: float,
     started = time.perf_counter()
     summary = asyncio.run(
         run_eval(
-            items,
-            wsi_root=root / "wsi",
-            provider=LatencyProvider(latency, agent.crop_size),
+            RunData(items, root / "wsi", "bench"),
+            RunServices(LatencyProvider(latency, agent.crop_size), progress_bar=False),
             agent=agent,
             run=shipped(RunOptions, concurrency=concurrency),
-            progress_bar=False,
             out_dir=out,
             config_hash="bench",
-            dataset_hash="bench",
         )
     )
     wall = time.perf_counter() - started

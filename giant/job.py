@@ -191,9 +191,9 @@ def _run(settings: RunSettings) -> float | None:
     from giant.eval.annotations import Annotations
     from giant.eval.gpu_cost import GpuRate
     from giant.eval.resume import ResumeIndex, run_key
-    from giant.eval.runner import run_eval
+    from giant.eval.runner import RunData, RunServices, run_eval
     from giant.llm.config import SdkSettings
-    from giant.llm.factory import build_provider
+    from giant.llm.factory import batch_collector, build_provider, provider_class
     from giant.llm.ledger import LEDGER_DIR, Ledger
     from giant.llm.pricing import Pricing
 
@@ -202,7 +202,8 @@ def _run(settings: RunSettings) -> float | None:
     # Only the SDK providers pay for calls, so only they keep them (and the trajectories link its images).
     paid = isinstance(settings.provider, SdkSettings)
     ledger = Ledger(settings.paths.cache_dir / LEDGER_DIR, replay=settings.run.ledger) if paid else None
-    provider = build_provider(settings.provider, ledger=ledger)
+    batches = batch_collector(settings.provider, ledger)
+    provider = build_provider(settings.provider, ledger=ledger, batches=batches)
     config_hash = settings.config_hash()
     key = run_key(config_hash, data.dataset_hash)
     index = ResumeIndex(settings.paths.cache_dir / RESUME_DIR)
@@ -226,26 +227,28 @@ def _run(settings: RunSettings) -> float | None:
     # SIGTERM only asks the runner to stop; tracked() then closes the MLflow run KILLED, and the CLI
     # prints how to resume (and, under submitit, hands the job over to be requeued).
     with stop_on_signals() as stop, tracked(job):
+        services = RunServices(
+            provider,
+            ledger=ledger,
+            batches=batches,
+            pricing=Pricing.load(settings.provider.pricing_file),
+            tier=settings.provider.billed_tier(),
+            image_tokens=provider_class(settings.provider.name).image_tokens,
+            tools=tools,
+            gpu=GpuRate.of(settings.provider),
+            annotations=annotations,
+            stop=stop,
+        )
+        run_data = RunData(data.items, data.wsi_root, data.dataset_hash, data.defects, located)
         summary = asyncio.run(
             run_eval(
-                data.items,
-                wsi_root=data.wsi_root,
-                provider=provider,
+                run_data,
+                services,
                 agent=settings.agent,
                 run=settings.run,
                 out_dir=out_dir,
                 config_hash=config_hash,
-                dataset_hash=data.dataset_hash,
                 resume_from=resume_from,
-                stop=stop,
-                dataset_defects=data.defects,
-                pricing=Pricing.load(settings.provider.pricing_file),
-                tier=settings.provider.billed_tier(),
-                ledger=ledger,
-                located=located,
-                tools=tools,
-                gpu=GpuRate.of(settings.provider),
-                annotations=annotations,
             )
         )
         summary = _with_digests(summary, data, out_dir)

@@ -15,13 +15,15 @@ if TYPE_CHECKING:
     from giant.eval.metrics import score
     from giant.eval.resume import ResumeIndex
     from giant.eval.run_options import RunOptions
-    from giant.eval.runner import run_eval
+    from giant.eval.runner import RunData, RunServices, run_eval
     from giant.eval.scoring import score_trajectory
     from giant.eval.voting import majority_vote
 
 __all__ = [
     "ResumeIndex",
+    "RunData",
     "RunOptions",
+    "RunServices",
     "dry_run",
     "majority_vote",
     "run_eval",
@@ -29,7 +31,7 @@ __all__ = [
     "score_trajectory",
 ]
 _MODULES = {  # module (under giant.eval) -> the names it exports
-    "runner": ("run_eval",),
+    "runner": ("RunData", "RunServices", "run_eval"),
     "run_options": ("RunOptions",),
     "metrics": ("score",),
     "scoring": ("score_trajectory",),

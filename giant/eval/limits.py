@@ -16,22 +16,27 @@ One object admits, sends and settles each call, so the order is fixed in one pla
 from __future__ import annotations
 
 import asyncio
+from contextlib import nullcontext
 
 from giant.agent.limits import LimitExceeded
 from giant.eval.budget import RunBudget
 from giant.eval.causes import FATAL_CAUSES, Halt, fatal_reason
 from giant.interrupt import StopRequest
-from giant.llm.batch import batch_held_back, batched
+from giant.llm.batch import BatchCollector
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider, ProviderError
 
 
 class RunLimits:
-    """The budget, the stop request, the halt and the first-call gate of one run."""
+    """The budget, the stop request, the halt and the first-call gate of one run; `batches` is the
+    batch collector of a provider in batch mode (giant.llm.batch)."""
 
-    def __init__(self, budget: RunBudget, stop: StopRequest, halt: Halt) -> None:
+    def __init__(
+        self, budget: RunBudget, stop: StopRequest, halt: Halt, batches: BatchCollector | None = None
+    ) -> None:
         self.budget = budget
         self.stop = stop
         self.halt = halt
+        self.batches = batches
         self._proven = False  # a reply came from the server: the key, model and quota work
         self._probe = asyncio.Lock()
 
@@ -47,7 +52,10 @@ class RunLimits:
 
     async def call(self, provider: Provider, conversation: Conversation, ctx: CallContext) -> ModelTurn:
         self.check()
-        hold = await self.budget.hold(conversation, blocked=lambda: batch_held_back(provider))
+        batches = self.batches
+        hold = await self.budget.hold(
+            conversation, blocked=lambda: batches.held_back() if batches else nullcontext()
+        )
         cost: float | None = 0.0  # refused or cut (timeout, stop) before it returned: nothing to count
         try:
             self.check()  # a stop or halt may have come while the call waited for the budget
@@ -61,7 +69,7 @@ class RunLimits:
             self.budget.settle(hold, cost, model=provider.model)
 
     async def _gated(self, provider: Provider, conversation: Conversation, ctx: CallContext) -> ModelTurn:
-        if not self._proven and not batched(provider):
+        if not self._proven and self.batches is None:
             async with self._probe:
                 self.check()  # the call it waited for may have halted the run
                 if not self._proven:

@@ -19,7 +19,8 @@ import json
 import shutil
 import time
 from collections import Counter, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,7 @@ from giant.eval.run_options import RunOptions
 from giant.eval.scoring import outcome_fields, score_trajectory
 from giant.eval.summarize import summarize
 from giant.interrupt import StopRequest
-from giant.llm.batch import batch_member, batch_progress
+from giant.llm.batch import BatchCollector
 from giant.llm.ledger import Ledger
 from giant.llm.pricing import Pricing
 from giant.llm.types import Provider, Tier
@@ -106,59 +107,77 @@ async def _cut_after_grace(
         episode.cancel()
 
 
-def _budget(
-    limit: float | None, provider: Provider, pricing: Pricing | None, spent: float, tier: Tier
-) -> RunBudget:
-    """The run budget for this provider: its model's prices at the tier it is billed at, and its
-    class's image-token rule."""
-    image_tokens = getattr(type(provider), "image_tokens", None)
-    return RunBudget(limit, CallPricer(provider.model, pricing, image_tokens, tier), spent=spent)
+@dataclass(frozen=True)
+class RunData:
+    """What a run measures: the items, where their slides are, and the dataset's identity."""
+
+    items: Sequence[Item]
+    wsi_root: Path
+    dataset_hash: str
+    defects: Sequence[Defect] = ()  # the loader's report on `items`, recorded in summary.json
+    located: Mapping[str, Located] | None = (
+        None  # each item's slide as locate_all found it (None: found again)
+    )
 
 
-async def run_eval(  # noqa: PLR0913, PLR0915  the runner seam (issue 30: one services object, plan/workers/finish split)
-    items: Sequence[Item],
-    *,
-    wsi_root: Path,
-    provider: Provider,
-    agent: AgentConfig,
-    run: RunOptions,
-    out_dir: Path,
-    config_hash: str,
-    dataset_hash: str,
-    resume_from: Path | None = None,
-    stop: StopRequest | None = None,
-    dataset_defects: Sequence[Defect] = (),
-    progress_bar: bool = True,
-    stop_grace_s: float = STOP_GRACE_S,
-    pricing: Pricing | None = None,
-    tier: Tier = "standard",
-    ledger: Ledger | None = None,
-    located: dict[str, Located] | None = None,
-    tools: Mapping[str, Tool[Any, Any, Any]] | None = None,
-    gpu: GpuRate | None = None,
-    annotations: Annotations | None = None,
-) -> Summary:
-    """Run every pending item-run, write results.jsonl, trajectories/ and summary.json in `out_dir`.
+@dataclass(frozen=True)
+class RunServices:
+    """What a run works with, built once by its caller (giant.job) and shared by every episode.
 
-    `run` is the run part of the validated settings (giant.config.RunOptions), taken as it is.
-    `stop` (giant.interrupt) ends the run early and cleanly; the summary then says it is incomplete;
-    calls in flight then get `stop_grace_s` to return. `dataset_defects` (the loader's report on
-    `items`) is recorded in summary.json. `pricing` prices each call's reservation against
-    `run.budget_usd` (giant.eval.budget) at the rates of `tier`, the tier the provider is billed at;
-    without it a call is expected to cost the mean so far.
     `ledger` is where the provider keeps its paid calls: the trajectories' images are linked to its.
+    `batches` is the batch collector the provider was built with (giant.llm.factory.batch_collector;
+    None: each call is sent on its own): the runner tells it which episodes run, and shows its rounds.
+    `pricing` prices each call's reservation against `run.budget_usd` (giant.eval.budget) at the rates
+    of `tier`, the tier the provider is billed at, counting images by `image_tokens` (the provider
+    class's rule); without a price a call is expected to cost the mean so far.
     `tools` are the run's loaded tools (giant.tools.load_tools), handed to every episode.
-    `located` is every item's slide as giant.data.slides.locate_all found it (found again if None).
     `gpu` is what the server's GPUs cost an hour, if priced: the run's cost is then its active time.
     `annotations` are the slides' annotations (dataset.annotations): each record then has its evidence.
+    `stop` (giant.interrupt) ends the run early and cleanly; calls in flight then get `stop_grace_s`.
+    """
 
-    A fatal provider answer (key, model name, quota) or a streak of `run.breaker_after` item-runs that
-    failed outside the model (giant.eval.causes) halts the run: no new item or call starts, and the
-    summary says why (`setup_failure`)."""
+    provider: Provider
+    ledger: Ledger | None = None
+    batches: BatchCollector | None = None
+    pricing: Pricing | None = None
+    tier: Tier = "standard"
+    image_tokens: Callable[[int, int], int] | None = None
+    tools: Mapping[str, Tool[Any, Any, Any]] = field(default_factory=dict)
+    gpu: GpuRate | None = None
+    annotations: Annotations | None = None
+    stop: StopRequest = field(default_factory=StopRequest)
+    stop_grace_s: float = STOP_GRACE_S
+    progress_bar: bool = True
+
+
+Slot = tuple[str, int]  # (item key, run index)
+
+
+@dataclass
+class Plan:
+    """Which item-runs this invocation runs, decided before any starts: the rest were carried over
+    from `resume_from` (`done`) or are skipped for a missing slide (a skipped item-run costs nothing)."""
+
+    dataset: str
+    metric_name: str
+    slots: set[Slot]
+    done: dict[Slot, ResultRecord]
+    located: Mapping[str, Located]
+    slides: Mapping[str, Path | Exception]
+    skipped: list[tuple[Item, int]]
+    pending: deque[tuple[Item, int]]
+    started: float  # perf_counter when this invocation began its work
+    earlier_s: float  # the active seconds of the invocations it resumes
+
+
+async def plan_run(data: RunData, run: RunOptions, out_dir: Path, resume_from: Path | None) -> Plan:
+    """Carry over what `resume_from` finished, find the slides, and list what is left to run."""
+    items = data.items
     dataset, metric_name = check_items(items)
     slots = {(item.key, k) for item in items for k in range(run.runs_per_item)}
     out_dir.mkdir(parents=True, exist_ok=True)
     results_path = JobLayout(out_dir).results
+    done: dict[Slot, ResultRecord] = {}
     if resume_from is not None:
         rescore = partial(rescore_records, items=items, scoring=run.scoring)
         carried = carry_over(resume_from, out_dir, slots, retry_failed=run.retry_failed, rescore=rescore)
@@ -168,117 +187,206 @@ async def run_eval(  # noqa: PLR0913, PLR0915  the runner seam (issue 30: one se
         raise ConfigError(
             f"{results_path} already exists; pass resume_from={out_dir} or use a new output directory"
         )
-    else:
-        done = {}
-
     started = time.perf_counter()
     earlier_s = earlier_active_s(resume_from)  # read before this invocation writes its own summary
-    if located is None:
-        located = await asyncio.to_thread(locate_all, wsi_root, items)  # once per item, off the event loop
+    located = data.located
+    if located is None:  # once per item, off the event loop
+        located = await asyncio.to_thread(locate_all, data.wsi_root, items)
     slides = {key: loc.path if isinstance(loc, SlideLocation) else loc for key, loc in located.items()}
-    budget = _budget(run.budget_usd, provider, pricing, sum(r.dollars or 0.0 for r in done.values()), tier)
     todo = [(item, k) for k in range(run.runs_per_item) for item in items if (item.key, k) not in done]
-    # Skipping is decided up front: a skipped item-run costs nothing and starts no episode.
     skipped = [(item, k) for item, k in todo if run.skip_missing and _is_missing(slides[item.key])]
     skipped_slots = {(item.key, k) for item, k in skipped}
     pending = deque((item, k) for item, k in todo if (item.key, k) not in skipped_slots)
-    progress = Progress(total=len(slots), done=list(done.values()), enabled=progress_bar)
-    batch_progress(provider, progress.note_batch)
-    stop = stop if stop is not None else StopRequest()
-    halt = Halt()
-    breaker = CircuitBreaker(run.breaker_after)
-    limits = RunLimits(budget, stop, halt)
-    episodes: set[asyncio.Task[ResultRecord | None]] = set()
-    stopped = ""
-    with ResultsWriter(results_path) as writer, progress:
-        for item, k in skipped:
-            record = _record(item, k, run, status=SKIPPED, reason=str(slides[item.key]))
-            writer.append(record)
-            progress.update(record)
+    return Plan(dataset, metric_name, slots, done, located, slides, skipped, pending, started, earlier_s)
 
-        async def worker() -> None:
-            while pending and not stop.requested and not halt and not budget.exhausted():
-                item, k = pending.popleft()
-                episode = asyncio.create_task(
-                    _run_one(
-                        item,
-                        k,
-                        slides[item.key],
-                        provider,
-                        limits,
-                        agent,
-                        run,
-                        out_dir,
-                        ledger,
-                        tools or {},
-                        annotations,
-                    )
-                )
-                # Counted before it starts: a batch round waits for this episode's first call too.
-                episode.add_done_callback(batch_member(provider))
-                episodes.add(episode)
-                try:
-                    record = await episode
-                except asyncio.CancelledError:
-                    this = asyncio.current_task()
-                    if stop.requested and episode.cancelled() and this is not None and not this.cancelling():
-                        return  # cut after the stop's grace period: no result line, as below
-                    raise
-                finally:
-                    episodes.discard(episode)
-                if record is None:
-                    return  # cut by the stop or halt: no result line, the resumed run starts it again
-                if record.status == "budget_exceeded" and not record.calls and budget.refusal:
-                    pending.append((item, k))  # the run budget refused its first call: never started
-                    if record.trajectory:
-                        await asyncio.to_thread(shutil.rmtree, out_dir / record.trajectory, True)
-                    continue
-                await asyncio.to_thread(writer.append, record)
-                progress.update(record)
-                breaker.observe(record, halt)
 
-        workers = [asyncio.create_task(worker()) for _ in range(min(run.concurrency, len(pending)))]
-        cutter = asyncio.create_task(_cut_after_grace(stop, episodes, stop_grace_s))
+async def run_eval(
+    data: RunData,
+    services: RunServices,
+    *,
+    agent: AgentConfig,
+    run: RunOptions,
+    out_dir: Path,
+    config_hash: str,
+    resume_from: Path | None = None,
+) -> Summary:
+    """Run every pending item-run, write results.jsonl, trajectories/ and summary.json in `out_dir`.
+
+    `run` is the run part of the validated settings (giant.config.RunOptions), taken as it is. A stop
+    request (`services.stop`) ends the run early and cleanly; the summary then says it is incomplete.
+
+    A fatal provider answer (key, model name, quota) or a streak of `run.breaker_after` item-runs that
+    failed outside the model (giant.eval.causes) halts the run: no new item or call starts, and the
+    summary says why (`setup_failure`)."""
+    plan = await plan_run(data, run, out_dir, resume_from)
+    spent = sum(record.dollars or 0.0 for record in plan.done.values())
+    pricer = CallPricer(services.provider.model, services.pricing, services.image_tokens, services.tier)
+    limits = RunLimits(
+        RunBudget(run.budget_usd, pricer, spent=spent), services.stop, Halt(), services.batches
+    )
+    progress = Progress(total=len(plan.slots), done=list(plan.done.values()), enabled=services.progress_bar)
+    if services.batches is not None:
+        services.batches.on_progress(progress.note_batch)
+    with ResultsWriter(JobLayout(out_dir).results) as writer, progress:
+        workers = _Workers(plan, services, limits, writer, progress, agent, run, out_dir)
+        try:
+            await workers.run()
+        finally:
+            summary = _finish(workers, data, config_hash)
+            write_summary(out_dir, summary)
+    return summary
+
+
+class _Workers:
+    """`run.concurrency` workers, each taking the next pending item-run until none is left or the
+    run stops (a stop request, a halt, the budget), appending each result line as it comes."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        services: RunServices,
+        limits: RunLimits,
+        writer: ResultsWriter,
+        progress: Progress,
+        agent: AgentConfig,
+        run: RunOptions,
+        out_dir: Path,
+    ) -> None:
+        self.plan, self.services, self.limits = plan, services, limits
+        self.writer, self.progress = writer, progress
+        self.agent, self.run_options, self.out_dir = agent, run, out_dir
+        self.breaker = CircuitBreaker(run.breaker_after)
+        self.episodes: set[asyncio.Task[ResultRecord | None]] = set()
+        self.stopped = ""  # why the workers ended early, when an error or a cancellation ended them
+
+    async def run(self) -> None:
+        for item, k in self.plan.skipped:
+            record = _record(
+                item, k, self.run_options, status=SKIPPED, reason=str(self.plan.slides[item.key])
+            )
+            self.writer.append(record)
+            self.progress.update(record)
+        stop = self.limits.stop
+        n = min(self.run_options.concurrency, len(self.plan.pending))
+        workers = [asyncio.create_task(self._worker()) for _ in range(n)]
+        cutter = asyncio.create_task(_cut_after_grace(stop, self.episodes, self.services.stop_grace_s))
         try:
             await asyncio.gather(*workers)  # a cancelled run_eval cancels the workers with it
         except asyncio.CancelledError:
-            stopped = "interrupted: the run was cancelled"
+            self.stopped = "interrupted: the run was cancelled"
             raise
         except Exception as exc:  # e.g. the disk is full: stop the other workers before closing
-            stopped = f"stopped by an error: {type(exc).__name__}: {exc}"
+            self.stopped = f"stopped by an error: {type(exc).__name__}: {exc}"
             for task in workers:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
             raise
         finally:
             cutter.cancel()
-            records = read_results(results_path)
-            left = len(slots - set(latest_by_slot(records)))
-            if stop.requested and left and not stopped:
-                stopped = f"interrupted by {stop.reason}; {left} item-runs left for the resumed run"
-            if halt and not stopped:
-                stopped = halt.reason
-            reason = stopped or _budget_stop(budget, len(pending)) or _missing_slides(records, wsi_root)
-            summary = summarize(
-                records,
-                items,
-                dataset=dataset,
-                metric_name=metric_name,
-                runs_per_item=run.runs_per_item,
-                seed=run.seed,
-                scoring=run.scoring,
-                provenance=build_provenance(config_hash, dataset_hash, located.values()),
-                wall_s=time.perf_counter() - started,
-                ran=progress.ran,
-                earlier_s=earlier_s,
-                gpu=gpu,
-                incomplete_reason=reason,
-                setup_failure=halt.reason,
-                stop_cause=halt.cause,
-                dataset_defects=dataset_defects,
+
+    async def _worker(self) -> None:
+        pending, limits, batches = self.plan.pending, self.limits, self.services.batches
+        while pending and not limits.stop.requested and not limits.halt and not limits.budget.exhausted():
+            item, k = pending.popleft()
+            episode = asyncio.create_task(self._run_one(item, k))
+            if batches is not None:  # counted before it starts: a batch round waits for its first call too
+                batches.join()
+                episode.add_done_callback(lambda _: batches.leave())
+            self.episodes.add(episode)
+            try:
+                record = await episode
+            except asyncio.CancelledError:
+                this = asyncio.current_task()
+                if (
+                    limits.stop.requested
+                    and episode.cancelled()
+                    and this is not None
+                    and not this.cancelling()
+                ):
+                    return  # cut after the stop's grace period: no result line, as below
+                raise
+            finally:
+                self.episodes.discard(episode)
+            if record is None:
+                return  # cut by the stop or halt: no result line, the resumed run starts it again
+            if record.status == "budget_exceeded" and not record.calls and limits.budget.refusal:
+                pending.append((item, k))  # the run budget refused its first call: never started
+                if record.trajectory:
+                    await asyncio.to_thread(shutil.rmtree, self.out_dir / record.trajectory, True)
+                continue
+            await asyncio.to_thread(self.writer.append, record)
+            self.progress.update(record)
+            self.breaker.observe(record, limits.halt)
+
+    async def _run_one(self, item: Item, run_index: int) -> ResultRecord | None:
+        """The item-run's result line; None when the run's stop or halt cut it (giant.agent.limits)."""
+        run, services = self.run_options, self.services
+        slide = self.plan.slides[item.key]
+        if isinstance(slide, Exception):
+            return _problem_record(item, run_index, run, slide)
+        rel = trajectory_dir(item.key, run_index)
+        dest = self.out_dir / rel
+        if dest.exists():  # left by an unfinished or retried attempt: never mix two episodes' files
+            await asyncio.to_thread(shutil.rmtree, dest)
+        start = time.perf_counter()
+        try:  # run_episode enforces agent.item_timeout_s itself
+            trajectory = await run_episode(
+                item,
+                slide,
+                services.provider,
+                self.agent,
+                out_dir=dest,
+                run_index=run_index,
+                seed=item_seed(run.seed, item.key, run_index),
+                record_requests=run.record_requests,
+                ledger=services.ledger,
+                limits=self.limits,
+                tools=services.tools,
+                thresholds=run.navigation,
             )
-            write_summary(out_dir, summary)
-    return summary
+        except LimitExceeded:  # only a stop or a halt leaves run_episode: the run ends, not the item
+            return None
+        except Exception as exc:  # a bug in the episode must not lose the item or stop the run
+            reason = f"run_episode raised {type(exc).__name__}: {exc}"
+            return _record(item, run_index, run, status=RUNNER_ERROR, reason=reason)
+        navigation = await asyncio.to_thread(
+            item_navigation, trajectory, services.annotations, run.navigation
+        )
+        seconds = time.perf_counter() - start
+        record = _scored_record(item, run_index, trajectory, rel if dest.is_dir() else None, seconds, run)
+        return record.model_copy(update={"navigation": navigation})
+
+
+def _finish(workers: _Workers, data: RunData, config_hash: str) -> Summary:
+    """The summary of everything results.jsonl holds, with why the run ended early, if it did."""
+    plan, run, limits = workers.plan, workers.run_options, workers.limits
+    stop, halt, budget = limits.stop, limits.halt, limits.budget
+    records = read_results(JobLayout(workers.out_dir).results)
+    left = len(plan.slots - set(latest_by_slot(records)))
+    stopped = workers.stopped
+    if stop.requested and left and not stopped:
+        stopped = f"interrupted by {stop.reason}; {left} item-runs left for the resumed run"
+    if halt and not stopped:
+        stopped = halt.reason
+    reason = stopped or _budget_stop(budget, len(plan.pending)) or _missing_slides(records, data.wsi_root)
+    return summarize(
+        records,
+        data.items,
+        dataset=plan.dataset,
+        metric_name=plan.metric_name,
+        runs_per_item=run.runs_per_item,
+        seed=run.seed,
+        scoring=run.scoring,
+        provenance=build_provenance(config_hash, data.dataset_hash, plan.located.values()),
+        wall_s=time.perf_counter() - plan.started,
+        ran=workers.progress.ran,
+        earlier_s=plan.earlier_s,
+        gpu=workers.services.gpu,
+        incomplete_reason=reason,
+        setup_failure=halt.reason,
+        stop_cause=halt.cause,
+        dataset_defects=data.defects,
+    )
 
 
 def _budget_stop(budget: RunBudget, not_started: int) -> str:
@@ -324,53 +432,6 @@ def _problem_record(item: Item, run_index: int, run: RunOptions, problem: Except
         ("slide_missing", "slide_missing") if _is_missing(problem) else ("slide_error", "slide_unreadable")
     )
     return _record(item, run_index, run, status=status, reason=str(problem), cause=cause)
-
-
-async def _run_one(  # noqa: PLR0913  one item-run's inputs, all from run_eval's scope
-    item: Item,
-    run_index: int,
-    slide: Path | Exception,
-    provider: Provider,
-    limits: RunLimits,
-    agent: AgentConfig,
-    run: RunOptions,
-    out_dir: Path,
-    ledger: Ledger | None,
-    tools: Mapping[str, Tool[Any, Any, Any]],
-    annotations: Annotations | None,
-) -> ResultRecord | None:
-    """The item-run's result line; None when the run's stop or halt cut it (giant.agent.limits)."""
-    if isinstance(slide, Exception):
-        return _problem_record(item, run_index, run, slide)
-    rel = trajectory_dir(item.key, run_index)
-    dest = out_dir / rel
-    if dest.exists():  # left by an unfinished or retried attempt: never mix two episodes' files
-        await asyncio.to_thread(shutil.rmtree, dest)
-    start = time.perf_counter()
-    try:  # run_episode enforces agent.item_timeout_s itself
-        trajectory = await run_episode(
-            item,
-            slide,
-            provider,
-            agent,
-            out_dir=dest,
-            run_index=run_index,
-            seed=item_seed(run.seed, item.key, run_index),
-            record_requests=run.record_requests,
-            ledger=ledger,
-            limits=limits,
-            tools=tools,
-            thresholds=run.navigation,
-        )
-    except LimitExceeded:  # only a stop or a halt leaves run_episode: the run ends, not the item
-        return None
-    except Exception as exc:  # a bug in the episode must not lose the item or stop the run
-        reason = f"run_episode raised {type(exc).__name__}: {exc}"
-        return _record(item, run_index, run, status=RUNNER_ERROR, reason=reason)
-    navigation = await asyncio.to_thread(item_navigation, trajectory, annotations, run.navigation)
-    seconds = time.perf_counter() - start
-    record = _scored_record(item, run_index, trajectory, rel if dest.is_dir() else None, seconds, run)
-    return record.model_copy(update={"navigation": navigation})
 
 
 def _scored_record(

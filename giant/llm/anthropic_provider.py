@@ -22,6 +22,7 @@ from typing import Any
 
 import anthropic
 
+from giant.llm.batch import BatchCollector
 from giant.llm.batch_anthropic import AnthropicBatches
 from giant.llm.caching import Block, Marks, anthropic_breakpoints
 from giant.llm.config import AnthropicSettings
@@ -103,9 +104,14 @@ class AnthropicProvider(SdkProvider[AnthropicSettings]):
         return Marks(marked, len(marked) < MAX_BREAKPOINTS)
 
     def __init__(
-        self, cfg: AnthropicSettings, *, http_client: Any = None, ledger: Ledger | None = None
+        self,
+        cfg: AnthropicSettings,
+        *,
+        http_client: Any = None,
+        ledger: Ledger | None = None,
+        batches: BatchCollector | None = None,
     ) -> None:
-        super().__init__(cfg, ledger=ledger)
+        super().__init__(cfg, ledger=ledger, batches=batches)
         self.client = anthropic.AsyncAnthropic(api_key=self._key, **client_options(cfg, http_client))
 
     def _batch_api(self) -> AnthropicBatches:

@@ -2,8 +2,9 @@
 
 An agent episode is sequential, but a campaign has many episodes at the same step. In batch mode the
 provider's send step hands its request to the `BatchCollector` (custom_id = the call's ledger key)
-and waits for the reply. The runner tells the collector how many episodes are running
-(`batch_member`), so it submits one batch when every running episode is waiting on a call: a round
+and waits for the reply. The run's caller builds the collector (giant.llm.factory.batch_collector)
+and hands it to the provider and the runner; the runner tells it how many episodes are running
+(`join`, `leave`), so it submits one batch when every running episode is waiting on a call: a round
 of equal-length episodes is one batch, not a wave of small ones. A size (`batch_max_requests`,
 `batch_max_mb`) or time (`batch_wait_s`) threshold submits earlier, for episodes that fall behind.
 
@@ -38,8 +39,9 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 from giant.llm.batch_records import BatchBook, BatchRecord
@@ -152,25 +154,15 @@ class BatchCollector:
     """The batches of one provider instance, shared by every episode of the run."""
 
     def __init__(
-        self,
-        api: BatchApi,
-        book: BatchBook,
-        store: ReplyStore,
-        *,
-        max_requests: int,
-        max_bytes: int,
-        wait_s: float,
-        poll_s: float,
-        secret: str | None,
+        self, book: BatchBook, *, max_requests: int, max_bytes: int, wait_s: float, poll_s: float
     ) -> None:
-        self.api = api
         self.book = book
-        self.store = store
         self.max_requests = max_requests
         self.max_bytes = max_bytes
         self.wait_s = wait_s
         self.poll_s = poll_s
-        self._secret = secret
+        self._wire: tuple[Callable[[], BatchApi], ReplyStore] | None = None  # connect() sets it
+        self._secret: str | None = None
         self.round = 0
         self._running = 0  # episodes the runner has started and not yet seen end
         self._waiting = 0  # calls waiting here: queued, or in a batch in flight
@@ -184,6 +176,21 @@ class BatchCollector:
         self._watches: dict[str, _Watch] = {}  # batch id -> its watcher, while one runs
         self._tasks: set[asyncio.Task[None]] = set()
         self._listeners: list[Callable[[str], None]] = []
+
+    def connect(self, api: Callable[[], BatchApi], store: ReplyStore, secret: str | None) -> None:
+        """The provider built with this collector hands it the wire: its batch API (built on first use,
+        once the provider has its client), where replies are kept, and the key to keep out of errors."""
+        self._wire, self._secret = (api, store), secret
+
+    @cached_property
+    def api(self) -> BatchApi:
+        assert self._wire is not None, "the provider built with this collector connects it"
+        return self._wire[0]()
+
+    @property
+    def store(self) -> ReplyStore:
+        assert self._wire is not None, "the provider built with this collector connects it"
+        return self._wire[1]
 
     # ------------------------------------------------------------------ episodes
 
@@ -511,32 +518,3 @@ class BatchCollector:
 
 def _span(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
-
-
-def batch_member(provider: object) -> Callable[[object], None]:
-    """The runner's seam: an episode about to start joins its provider's batch rounds, and leaves
-    them through the returned callback (the episode task's done callback). A provider that is not
-    batching ignores both."""
-    collector = getattr(provider, "batches", None)
-    if not isinstance(collector, BatchCollector):
-        return lambda _: None
-    collector.join()
-    return lambda _: collector.leave()
-
-
-def batch_held_back(provider: object) -> AbstractContextManager[object]:
-    """The run budget's seam: entered while one of `provider`'s calls waits for the budget
-    (giant.eval.budget), so that a batch round does not wait for it (BatchCollector.held_back)."""
-    collector = getattr(provider, "batches", None)
-    return collector.held_back() if isinstance(collector, BatchCollector) else nullcontext()
-
-
-def batch_progress(provider: object, listener: Callable[[str], None]) -> None:
-    """The progress bar's seam: `listener` hears the batch rounds of a batching provider."""
-    collector = getattr(provider, "batches", None)
-    if isinstance(collector, BatchCollector):
-        collector.on_progress(listener)
-
-
-def batched(provider: object) -> bool:
-    return isinstance(getattr(provider, "batches", None), BatchCollector)

@@ -23,6 +23,7 @@ from typing import Any
 
 import openai
 
+from giant.llm.batch import BatchCollector
 from giant.llm.batch_openai import OpenAIBatches
 from giant.llm.caching import no_breakpoints, openai_prefix, openai_retention
 from giant.llm.config import OpenAISettings
@@ -70,8 +71,15 @@ class OpenAIProvider(SdkProvider[OpenAISettings]):
     cache_rule = staticmethod(openai_prefix)
     cache_breakpoints = staticmethod(no_breakpoints)  # its requests mark no breakpoint
 
-    def __init__(self, cfg: OpenAISettings, *, http_client: Any = None, ledger: Ledger | None = None) -> None:
-        super().__init__(cfg, ledger=ledger)
+    def __init__(
+        self,
+        cfg: OpenAISettings,
+        *,
+        http_client: Any = None,
+        ledger: Ledger | None = None,
+        batches: BatchCollector | None = None,
+    ) -> None:
+        super().__init__(cfg, ledger=ledger, batches=batches)
         self.client = openai.AsyncOpenAI(api_key=self._key, **client_options(cfg, http_client))
 
     def _batch_api(self) -> OpenAIBatches:

@@ -10,13 +10,11 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
-from functools import cached_property, partial
-from pathlib import Path
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 from giant.errors import ConfigError
 from giant.llm.batch import BatchApi, BatchCollector
-from giant.llm.batch_records import BATCHES_DIR, BatchBook
 from giant.llm.config import BatchedSettings, SdkSettings
 from giant.llm.ledger import Ledger, LedgerEntry, call_key
 from giant.llm.runtime import CallRuntime, sanitized
@@ -47,41 +45,28 @@ class SdkProvider(ABC, Generic[S]):
 
     name: str  # set by each subclass; also the provider label in errors and records
 
-    def __init__(self, cfg: S, *, ledger: Ledger | None = None) -> None:
+    def __init__(
+        self, cfg: S, *, ledger: Ledger | None = None, batches: BatchCollector | None = None
+    ) -> None:
         self.cfg = cfg
         self.ledger = ledger  # where paid replies are kept, and replayed from (None: every call is sent)
         self.model = cfg.model
         self.runtime = CallRuntime(cfg, provider=self.name)
         self._key = os.environ.get(cfg.api_key_env, "") if cfg.api_key_env else ""
-        if isinstance(cfg, BatchedSettings) and cfg.batch and ledger is None:
+        # The run's batch rounds (provider.batch=true; None: each call is sent on its own), shared by
+        # every episode of the run: the provider sends through them, the runner counts the episodes.
+        self.batches = batches
+        if isinstance(cfg, BatchedSettings) and cfg.batch and (batches is None or ledger is None):
             raise ConfigError(
-                f"provider={self.name}: provider.batch=true records its batches beside the ledger; "
-                "run it with a ledger"
+                f"provider={self.name}: provider.batch=true sends through the run's batch collector and "
+                "keeps the replies in its ledger; build it with both (giant.llm.factory.batch_collector)"
             )
+        if batches is not None and ledger is not None:
+            batches.connect(self._batch_api, _BatchReplies(self, ledger), self._key or None)
 
-    @cached_property
-    def batches(self) -> BatchCollector | None:
-        """The batch rounds of provider.batch=true (giant.llm.batch), shared by every episode of the
-        run; None: each call is sent on its own. Built on first use, once the subclass has its client."""
-        cfg = self.cfg
-        api = self._batch_api()
-        if not isinstance(cfg, BatchedSettings) or not cfg.batch or api is None:
-            return None
-        assert self.ledger is not None  # __init__ refused batch mode without one
-        return BatchCollector(
-            api,
-            BatchBook(Path(self.ledger.root) / BATCHES_DIR),
-            _BatchReplies(self, self.ledger),
-            max_requests=cfg.batch_max_requests,
-            max_bytes=int(cfg.batch_max_mb * 1e6),
-            wait_s=cfg.batch_wait_s,
-            poll_s=cfg.batch_poll_s,
-            secret=self._key or None,
-        )
-
-    def _batch_api(self) -> BatchApi | None:
-        """The API's batch wire format (giant.llm.batch_openai, batch_anthropic); None: it has none."""
-        return None
+    def _batch_api(self) -> BatchApi:
+        """The API's batch wire format (giant.llm.batch_openai, batch_anthropic)."""
+        raise ConfigError(f"provider={self.name} has no batch API; set provider.batch=false")
 
     @abstractmethod
     def build_request(self, conversation: Conversation, ctx: CallContext) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from pathlib import Path
 from giant.agent.modes import AgentConfig, parse_agent
 from giant.config import RunOptions, shipped
 from giant.core import Item
-from giant.eval.runner import run_eval
+from giant.eval.runner import RunData, RunServices, run_eval
+from giant.llm.batch import BatchCollector
 from giant.llm.config import provider_settings
 from giant.llm.random_provider import RandomProvider, format_answer, random_label
 from giant.llm.types import (
@@ -72,23 +73,22 @@ async def evaluate(
     *,
     agent: AgentConfig = AGENT,
     resume_from: Path | None = None,
+    batches: BatchCollector | None = None,
     **settings: object,
 ) -> Summary:
-    """run_eval with the tests' fixed hashes and no progress bar (unless `progress=True`); the other
-    `settings` change the run options conf/config.yaml ships (giant.config.shipped)."""
+    """run_eval with the tests' fixed hashes and no progress bar (unless `progress=True`); `batches`
+    is the collector a provider in batch mode was built with; the other `settings` change the run
+    options conf/config.yaml ships (giant.config.shipped)."""
     progress = bool(settings.pop("progress", False))
     cfg = shipped(RunOptions, **settings)
     return await run_eval(
-        items,
-        wsi_root=wsi_root,
-        provider=provider,
+        RunData(items, wsi_root, "da7a"),
+        RunServices(provider, batches=batches, progress_bar=progress),
         agent=agent,
         run=cfg,
         out_dir=out_dir,
         config_hash="c0ffee",
-        dataset_hash="da7a",
         resume_from=resume_from,
-        progress_bar=progress,
     )
 
 

@@ -13,7 +13,7 @@ from giant.agent import run_episode
 from giant.agent.modes import parse_agent
 from giant.config import RunOptions, shipped
 from giant.eval.budget import CallPricer
-from giant.eval.runner import run_eval
+from giant.eval.runner import RunData, RunServices, run_eval
 from giant.llm.config import provider_settings
 from giant.llm.pricing import Pricing, Rates
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider
@@ -74,17 +74,13 @@ def run(
 ) -> Summary:
     return asyncio.run(
         run_eval(
-            make_items(items, SLIDES),
-            wsi_root=wsi_root,
-            provider=provider,
+            RunData(make_items(items, SLIDES), wsi_root, "da7a"),
+            RunServices(provider, pricing=table, progress_bar=False),
             agent=AGENT,
             run=shipped(RunOptions, **settings),
             out_dir=out,
             config_hash="c0ffee",
-            dataset_hash="da7a",
             resume_from=resume_from,
-            progress_bar=False,
-            pricing=table,
         )
     )
 

@@ -10,7 +10,7 @@ import pytest
 
 from giant.config import RunOptions, shipped
 from giant.eval.gpu_cost import GpuRate
-from giant.eval.runner import run_eval
+from giant.eval.runner import RunData, RunServices, run_eval
 from giant.llm.config import OpenAICompatibleSettings, provider_settings
 from giant.llm.ledger import call_key
 from giant.record.summary import Summary
@@ -30,17 +30,13 @@ def _run(
     provider = FaultyProvider(latency=LATENCY_S, cost=CALL_USD, answer_at=2)
     return asyncio.run(
         run_eval(
-            make_items(n, SLIDES),
-            wsi_root=wsi_root,
-            provider=provider,
+            RunData(make_items(n, SLIDES), wsi_root, "da7a"),
+            RunServices(provider, gpu=gpu, progress_bar=False),
             agent=AGENT,
             run=shipped(RunOptions, concurrency=8),
             out_dir=out_dir,
             config_hash="c0ffee",
-            dataset_hash="da7a",
             resume_from=resume_from,
-            progress_bar=False,
-            gpu=gpu,
         )
     )
 

@@ -14,7 +14,7 @@ import pytest
 from giant import interrupt
 from giant.config import RunOptions, shipped
 from giant.core import Item
-from giant.eval.runner import STOP_GRACE_S, run_eval
+from giant.eval.runner import STOP_GRACE_S, RunData, RunServices, run_eval
 from giant.interrupt import StopRequest, stop_on_signals
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider
 from giant.record import RESULTS_FILE, read_results
@@ -44,19 +44,20 @@ async def _run(
     stop_grace_s: float = STOP_GRACE_S,
     **settings: object,
 ) -> Summary:
+    services = RunServices(
+        provider,
+        stop=stop if stop is not None else StopRequest(),
+        stop_grace_s=stop_grace_s,
+        progress_bar=False,
+    )
     return await run_eval(
-        items,
-        wsi_root=wsi_root,
-        provider=provider,
+        RunData(items, wsi_root, "da7a"),
+        services,
         agent=AGENT,
         run=shipped(RunOptions, **{"concurrency": 2, **settings}),
         out_dir=out_dir,
         config_hash="c0ffee",
-        dataset_hash="da7a",
         resume_from=out_dir if (out_dir / RESULTS_FILE).is_file() else None,
-        stop=stop,
-        progress_bar=False,
-        stop_grace_s=stop_grace_s,
     )
 
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from giant.llm.config import provider_settings
-from giant.llm.factory import build_provider
+from giant.llm.factory import batch_collector, build_provider
 from giant.llm.ledger import Ledger
 from giant.record.summary import Summary
 from tests.eval.runner_fixtures import SLIDES, evaluate, make_items
@@ -36,13 +36,16 @@ async def campaign(
 ) -> Summary:
     """`n_items` items, all running at once, each call through a batch; the ledger under `work`."""
     cfg = settings(name, root_url, **extra)
-    provider = build_provider(cfg, ledger=Ledger(work / "ledger"))  # type: ignore[arg-type]
+    ledger = Ledger(work / "ledger")
+    batches = batch_collector(cfg, ledger)  # type: ignore[arg-type]
+    provider = build_provider(cfg, ledger=ledger, batches=batches)  # type: ignore[arg-type]
     items = make_items(n_items, SLIDES)
     return await evaluate(
         items,
         wsi_root,
         provider,
         work / out,
+        batches=batches,
         concurrency=n_items,
         resume_from=work / out if resume else None,
         progress=progress,

@@ -22,10 +22,10 @@ from giant.config import RunOptions, shipped
 from giant.eval import runner
 from giant.eval.budget import RunBudget
 from giant.eval.progress import Progress
-from giant.eval.runner import run_eval
+from giant.eval.runner import RunData, RunServices, run_eval
 from giant.llm.batch import BatchCollector
 from giant.llm.batch_records import BatchBook, describe
-from giant.llm.factory import build_provider
+from giant.llm.factory import batch_collector, build_provider, provider_class
 from giant.llm.ledger import Ledger
 from giant.llm.ledger import main as ledger_main
 from giant.llm.pricing import Pricing
@@ -239,10 +239,9 @@ def test_budget_stops_batch_rounds_then_a_rerun_continues(
     name: str, wsi_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     budgets: list[RunBudget] = []
-    make_budget = runner._budget
 
     def spy_budget(*args: object, **kwargs: object) -> RunBudget:
-        budgets.append(make_budget(*args, **kwargs))  # type: ignore[arg-type]
+        budgets.append(RunBudget(*args, **kwargs))  # type: ignore[arg-type]
         return budgets[-1]
 
     # As each batch went out: its requests, why it went, the calls holding a reservation, and the
@@ -255,7 +254,7 @@ def test_budget_stops_batch_rounds_then_a_rerun_continues(
         submitted.append((len(items), why, budget.in_flight, budget.spent + budget.reserved))
         await submit(self, items, round_, why)
 
-    monkeypatch.setattr(runner, "_budget", spy_budget)
+    monkeypatch.setattr(runner, "RunBudget", spy_budget)
     monkeypatch.setattr(BatchCollector, "_submit", spy_submit)
     limit = BUDGET[name]
     stub = BatchStub(answer_at=ROUNDS)
@@ -304,19 +303,23 @@ async def _budgeted(
 ) -> Summary:
     """tests.llm.batch_job.campaign with a run budget, priced from the provider's price table."""
     cfg = settings(name, url)
-    provider = build_provider(cfg, ledger=Ledger(work / "ledger"))  # type: ignore[arg-type]
+    ledger = Ledger(work / "ledger")
+    batches = batch_collector(cfg, ledger)  # type: ignore[arg-type]
+    services = RunServices(
+        build_provider(cfg, ledger=ledger, batches=batches),  # type: ignore[arg-type]
+        batches=batches,
+        pricing=Pricing.load(cfg.pricing_file),  # type: ignore[attr-defined]
+        image_tokens=provider_class(name).image_tokens,
+        progress_bar=False,
+    )
     return await run_eval(
-        make_items(BUDGET_ITEMS, SLIDES),
-        wsi_root=wsi_root,
-        provider=provider,
+        RunData(make_items(BUDGET_ITEMS, SLIDES), wsi_root, "da7a"),
+        services,
         agent=AGENT,
         run=shipped(RunOptions, concurrency=BUDGET_ITEMS, budget_usd=budget_usd),
         out_dir=work / "out",
         config_hash="c0ffee",
-        dataset_hash="da7a",
         resume_from=work / "out" if resume else None,
-        progress_bar=False,
-        pricing=Pricing.load(cfg.pricing_file),  # type: ignore[attr-defined]
     )
 
 
@@ -340,10 +343,15 @@ def test_whole_task_in_flight_one_batch_per_round_fds_per_slide(wsi_root: Path, 
         shutil.copyfile(wsi_root / SLIDES[i % len(SLIDES)], root / slide)
     stub = BatchStub(answer_at=SCALE_ROUNDS)
     with serving(stub) as url:
-        provider = build_provider(settings("openai", url), ledger=Ledger(tmp_path / "ledger"))  # type: ignore[arg-type]
+        cfg, ledger = settings("openai", url), Ledger(tmp_path / "ledger")
+        batches = batch_collector(cfg, ledger)  # type: ignore[arg-type]
+        provider = build_provider(cfg, ledger=ledger, batches=batches)  # type: ignore[arg-type]
         items = make_items(SCALE_ITEMS, names)
         with _peaks(fd_dir) as peak:
-            summary = asyncio.run(evaluate(items, root, provider, tmp_path / "out", concurrency=SCALE_ITEMS))
+            out = tmp_path / "out"
+            summary = asyncio.run(
+                evaluate(items, root, provider, out, batches=batches, concurrency=SCALE_ITEMS)
+            )
     assert summary.n_scored == SCALE_ITEMS and summary.incomplete_reason == ""
     # One batch per round, each carrying the call of every episode in flight.
     assert [len(b["requests"]) for b in stub.batches] == [SCALE_ITEMS] * SCALE_ROUNDS

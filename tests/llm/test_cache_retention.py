@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from giant.llm.config import provider_settings
-from giant.llm.factory import build_provider
+from giant.llm.factory import batch_collector, build_provider
 from giant.llm.ledger import Ledger, call_key
 from giant.llm.openai_provider import OpenAIProvider
 from giant.llm.types import ModelTurn
@@ -42,7 +42,8 @@ def sent(**settings: Any) -> dict[str, Any]:
 
 def built(tmp_path: Path, **settings: Any) -> dict[str, Any]:
     cfg = provider_settings("openai", **{"model": "gpt-5", **settings})
-    provider = build_provider(cfg, ledger=Ledger(tmp_path / "ledger"))
+    ledger = Ledger(tmp_path / "ledger")
+    provider = build_provider(cfg, ledger=ledger, batches=batch_collector(cfg, ledger))
     assert isinstance(provider, OpenAIProvider)
     return provider.build_request(make_conversation(2), make_ctx())
 

@@ -11,7 +11,7 @@ import pytest
 
 from giant.llm.anthropic_provider import AnthropicProvider
 from giant.llm.config import provider_settings
-from giant.llm.factory import build_provider
+from giant.llm.factory import batch_collector, build_provider
 from giant.llm.ledger import Ledger, call_key
 from giant.llm.pricing import Pricing
 from giant.llm.types import Usage
@@ -47,7 +47,8 @@ def markers(request: dict[str, Any]) -> list[dict[str, Any]]:
 
 def request_of(tmp_path: Path, **settings: Any) -> dict[str, Any]:
     cfg = provider_settings("anthropic", model="claude-sonnet-4-5", **settings)
-    provider = build_provider(cfg, ledger=Ledger(tmp_path / "ledger"))
+    ledger = Ledger(tmp_path / "ledger")
+    provider = build_provider(cfg, ledger=ledger, batches=batch_collector(cfg, ledger))
     assert isinstance(provider, AnthropicProvider)
     return provider.build_request(make_conversation(2), make_ctx())
 

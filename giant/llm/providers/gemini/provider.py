@@ -32,6 +32,7 @@ from typing import Any
 from google import genai
 from google.genai import types
 
+from giant.llm.batch import BatchCollector
 from giant.llm.caching import CacheSplit, Request, _longest_shared, no_breakpoints
 from giant.llm.decode import decode_step, decode_tool_call
 from giant.llm.ledger import Ledger
@@ -101,8 +102,15 @@ class GeminiProvider(SdkProvider[GeminiSettings]):
     cache_rule = staticmethod(gemini_prefix)
     cache_breakpoints = staticmethod(no_breakpoints)  # implicit caching: no marks
 
-    def __init__(self, cfg: GeminiSettings, *, http_client: Any = None, ledger: Ledger | None = None) -> None:
-        super().__init__(cfg, ledger=ledger)
+    def __init__(
+        self,
+        cfg: GeminiSettings,
+        *,
+        http_client: Any = None,
+        ledger: Ledger | None = None,
+        batches: BatchCollector | None = None,
+    ) -> None:
+        super().__init__(cfg, ledger=ledger, batches=batches)
         options = types.HttpOptions(
             base_url=cfg.base_url,
             timeout=int(cfg.client_timeout_s() * 1000),  # milliseconds
