@@ -30,8 +30,11 @@ _HINTS = {
 }
 
 
-def _hints() -> dict[str, str]:
-    return _HINTS | {k: v for tool in members("tool").values() for k, v in tool.hints.items()}
+def _hints(kinds: tuple[str, ...]) -> dict[str, str]:
+    """The field hints of the offered actions: a registered tool the run does not offer adds nothing."""
+    return _HINTS | {
+        k: v for name, tool in members("tool").items() if name in kinds for k, v in tool.hints.items()
+    }
 
 
 def offered_actions(ctx: CallContext) -> tuple[str, ...]:
@@ -72,7 +75,7 @@ def step_schema(kinds: tuple[str, ...]) -> dict[str, Any]:
     with additionalProperties false at every level.
     """
     properties: dict[str, Any] = {"type": {"type": "string", "enum": list(kinds)}}
-    models, hints = action_models(), _hints()
+    models, hints = action_models(), _hints(kinds)
     for kind in kinds:
         model = models[kind]
         for name in model.model_fields:
@@ -185,23 +188,26 @@ BUILTIN_TOOLS: dict[str, Tool] = {
 }
 
 
+def _function_tool(name: str, tool: Any) -> Tool:
+    """A registered tool (giant.tools), called by its name with its action's fields as parameters."""
+    return Tool(name, name, tool.description, {f: f for f in tool.action.model_fields if f != "type"})
+
+
 def function_tools() -> dict[str, Tool]:
-    """Every function tool by action kind: the built-in ones, then each registered tool (giant.tools),
-    called by its name with its action's fields as parameters."""
-    registered = {
-        name: Tool(name, name, tool.description, {f: f for f in tool.action.model_fields if f != "type"})
-        for name, tool in members("tool").items()
-    }
-    return BUILTIN_TOOLS | registered
+    """Every function tool by action kind, the built-in ones first: what a reply may call and a
+    re-sent history may hold, whatever this run offers (the agent rejects what it does not offer)."""
+    return BUILTIN_TOOLS | {name: _function_tool(name, tool) for name, tool in members("tool").items()}
 
 
 def offered_tools(ctx: CallContext) -> list[Tool]:
-    """Every tool the item may use; kept constant across an item's calls so the prompt prefix caches
-    (the final answer is demanded with tool_choice, not by dropping tools)."""
+    """Every tool the item may use, built from the run's offered actions only; kept constant across an
+    item's calls so the prompt prefix caches (the final answer is demanded with tool_choice, not by
+    dropping tools)."""
     if not ctx.allow_crop:
         return []
-    tools = function_tools()
-    return [tools["crop"], *(tools[k] for k in ctx.extra_actions)]
+    registered = members("tool")
+    kinds = ("crop", *ctx.extra_actions)
+    return [BUILTIN_TOOLS[k] if k in BUILTIN_TOOLS else _function_tool(k, registered[k]) for k in kinds]
 
 
 def tool_for(name: str, raw_text: str) -> Tool:

@@ -3,6 +3,7 @@ region size in pixels), registered here, is offered, run, recorded and shown lik
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self
@@ -10,13 +11,14 @@ from typing import Any, ClassVar, Literal, Self
 import pytest
 from pydantic import BaseModel
 
-from giant.actions import ActionModel
+from giant.actions import ActionModel, NonEmptyStr
 from giant.core import Box, Item
-from giant.llm.schema import offered_actions, step_from_data, step_schema
+from giant.llm.schema import offered_actions, offered_tools, step_from_data, step_schema
 from giant.record.trajectory import Trajectory
 from giant.roles import Method
 from giant.tools import Seen, Tool, ToolContext, ToolRecord, register, unregister
 from tests.agent.conftest import answer, crop, run, scripted, texts
+from tests.llm.conftest import make_ctx
 
 
 class MeasureSettings(BaseModel):
@@ -108,3 +110,39 @@ def test_a_registered_tool_is_offered_run_recorded_and_shown(
     # the trajectory page renders it
     page = write_html(out, traj).read_text()
     assert "measured crop 1" in page and "<td>3600000</td>" in page
+
+
+class ShoutAction(ActionModel):
+    type: Literal["shout"] = "shout"
+    text: NonEmptyStr  # the answer's and the note's field, with the same constraints
+
+
+class ShoutTool(MeasureTool):
+    name = "shout"
+    action = ShoutAction  # type: ignore[assignment]
+    description = "Say something loudly."
+    hints: ClassVar[dict[str, str]] = {"text": "shout: what to say (null for other actions)."}
+
+
+def test_a_tool_the_run_does_not_offer_changes_nothing_sent(tmp_path: Path) -> None:
+    """The schema and function tools a request carries are built from the actions the run offers: a
+    registered tool that shares a field (and rewords its hint) leaves every other run's bytes, and so
+    its ledger keys, as they were."""
+
+    def sent(**ctx: Any) -> str:
+        offered = make_ctx(**ctx)
+        tools = [(t.name, t.description, t.parameters()) for t in offered_tools(offered)]
+        return json.dumps([step_schema(offered_actions(offered)), tools])
+
+    runs = [{}, {"extra_actions": ("note",)}, {"allow_crop": False}]
+    before = [sent(**ctx) for ctx in runs]
+    register(ShoutTool)
+    try:
+        assert [sent(**ctx) for ctx in runs] == before
+        shouting = json.loads(sent(extra_actions=("shout",)))
+        action = shouting[0]["properties"]["action"]["properties"]
+        assert action["type"]["enum"] == ["crop", "answer", "shout"]
+        assert action["text"]["description"] == ShoutTool.hints["text"]
+        assert [name for name, *_ in shouting[1]] == ["slide_zoom", "shout"]
+    finally:
+        unregister("shout")
