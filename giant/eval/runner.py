@@ -115,9 +115,8 @@ class RunData:
     wsi_root: Path
     dataset_hash: str
     defects: Sequence[Defect] = ()  # the loader's report on `items`, recorded in summary.json
-    located: Mapping[str, Located] | None = (
-        None  # each item's slide as locate_all found it (None: found again)
-    )
+    # Each item's slide as giant.data.slides.locate_all found it (None: found again).
+    located: Mapping[str, Located] | None = None
 
 
 @dataclass(frozen=True)
@@ -228,7 +227,9 @@ async def run_eval(
     if services.batches is not None:
         services.batches.on_progress(progress.note_batch)
     with ResultsWriter(JobLayout(out_dir).results) as writer, progress:
-        workers = _Workers(plan, services, limits, writer, progress, agent, run, out_dir)
+        breaker = CircuitBreaker(run.breaker_after)
+        workers = _Workers(plan, services, limits, writer, progress, agent, run, out_dir, breaker)
+        workers.skip()
         try:
             await workers.run()
         finally:
@@ -237,35 +238,33 @@ async def run_eval(
     return summary
 
 
+@dataclass
 class _Workers:
     """`run.concurrency` workers, each taking the next pending item-run until none is left or the
     run stops (a stop request, a halt, the budget), appending each result line as it comes."""
 
-    def __init__(
-        self,
-        plan: Plan,
-        services: RunServices,
-        limits: RunLimits,
-        writer: ResultsWriter,
-        progress: Progress,
-        agent: AgentConfig,
-        run: RunOptions,
-        out_dir: Path,
-    ) -> None:
-        self.plan, self.services, self.limits = plan, services, limits
-        self.writer, self.progress = writer, progress
-        self.agent, self.run_options, self.out_dir = agent, run, out_dir
-        self.breaker = CircuitBreaker(run.breaker_after)
-        self.episodes: set[asyncio.Task[ResultRecord | None]] = set()
-        self.stopped = ""  # why the workers ended early, when an error or a cancellation ended them
+    plan: Plan
+    services: RunServices
+    limits: RunLimits
+    writer: ResultsWriter
+    progress: Progress
+    agent: AgentConfig
+    run_options: RunOptions
+    out_dir: Path
+    breaker: CircuitBreaker
+    episodes: set[asyncio.Task[ResultRecord | None]] = field(default_factory=set)
+    stopped: str = ""  # why the workers ended early, when an error or a cancellation ended them
 
-    async def run(self) -> None:
+    def skip(self) -> None:
+        """The result lines of the item-runs skipped for a missing slide: they start no episode."""
         for item, k in self.plan.skipped:
             record = _record(
                 item, k, self.run_options, status=SKIPPED, reason=str(self.plan.slides[item.key])
             )
             self.writer.append(record)
             self.progress.update(record)
+
+    async def run(self) -> None:
         stop = self.limits.stop
         n = min(self.run_options.concurrency, len(self.plan.pending))
         workers = [asyncio.create_task(self._worker()) for _ in range(n)]
