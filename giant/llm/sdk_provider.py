@@ -58,8 +58,8 @@ class SdkProvider(ABC, Generic[S]):
         self.batches = batches
         if isinstance(cfg, BatchedSettings) and cfg.batch and (batches is None or ledger is None):
             raise ConfigError(
-                f"provider={self.name}: provider.batch=true sends through the run's batch collector and "
-                "keeps the replies in its ledger; build it with both (giant.llm.factory.batch_collector)"
+                f"provider={self.name}: provider.batch=true needs a run's batch collector and ledger "
+                "(scripts/run_eval.py builds both); set provider.batch=false to send each call on its own"
             )
         if batches is not None and ledger is not None:
             batches.connect(self._batch_api, _BatchReplies(self, ledger), self._key or None)

@@ -19,12 +19,14 @@ from typing import Any
 import pytest
 
 from giant.config import RunOptions, shipped
+from giant.errors import ConfigError
 from giant.eval import runner
 from giant.eval.budget import RunBudget
 from giant.eval.progress import Progress
 from giant.eval.runner import RunData, RunServices, run_eval
 from giant.llm.batch import BatchCollector
 from giant.llm.batch_records import BatchBook, describe
+from giant.llm.config import provider_settings
 from giant.llm.factory import batch_collector, build_provider, provider_class
 from giant.llm.ledger import Ledger
 from giant.llm.ledger import main as ledger_main
@@ -50,6 +52,17 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def wsi_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_slides(tmp_path_factory.mktemp("wsi"), SLIDES)
+
+
+def test_batch_mode_needs_the_runs_collector_and_ledger(tmp_path: Path) -> None:
+    """The collector is handed over, never found: a provider in batch mode built without it (a one-off
+    question, scripts/ask.py) or a collector without a ledger is one line naming the fix."""
+    cfg = settings("openai", "http://127.0.0.1:9")
+    with pytest.raises(ConfigError, match=r"provider=openai: .*set provider.batch=false"):
+        build_provider(cfg, ledger=Ledger(tmp_path / "ledger"))  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"provider=openai: .*beside the ledger; run it with a ledger"):
+        batch_collector(cfg, None)  # type: ignore[arg-type]
+    assert batch_collector(provider_settings("openai"), Ledger(tmp_path / "ledger")) is None
 
 
 @pytest.mark.parametrize("name", PROVIDERS)

@@ -119,7 +119,7 @@ class ShoutAction(ActionModel):
 
 class ShoutTool(MeasureTool):
     name = "shout"
-    action = ShoutAction  # type: ignore[assignment]
+    action = ShoutAction
     description = "Say something loudly."
     hints: ClassVar[dict[str, str]] = {"text": "shout: what to say (null for other actions)."}
 
