@@ -93,8 +93,9 @@ def child(args: argparse.Namespace) -> None:
     import asyncio
 
     from giant.agent.modes import parse_agent
+    from giant.llm.batch import batch_collector
     from giant.llm.config import provider_settings
-    from giant.llm.factory import batch_collector, build_provider
+    from giant.llm.factory import build_provider
     from giant.llm.ledger import Ledger
     from giant.wsi.slide import open_slides
     from tests.eval.runner_fixtures import evaluate, make_items

@@ -61,9 +61,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the peers live i
 from giant.agent.modes import parse_agent
 from giant.config import CONF_DIR
 from giant.core import Item
+from giant.llm.batch import batch_collector
 from giant.llm.caching import CacheSplit, Request, wire_request
 from giant.llm.config import ProviderConfig, provider_settings
-from giant.llm.factory import batch_collector, build_provider, provider_class
+from giant.llm.factory import build_provider, provider_class
 from giant.llm.ledger import Ledger
 from giant.llm.pricing import Pricing
 from giant.llm.types import Tier, Usage

@@ -192,8 +192,9 @@ def _run(settings: RunSettings) -> float | None:
     from giant.eval.gpu_cost import GpuRate
     from giant.eval.resume import ResumeIndex, run_key
     from giant.eval.runner import RunData, RunServices, run_eval
+    from giant.llm.batch import batch_collector
     from giant.llm.config import SdkSettings
-    from giant.llm.factory import batch_collector, build_provider, provider_class
+    from giant.llm.factory import build_provider, provider_class
     from giant.llm.ledger import LEDGER_DIR, Ledger
     from giant.llm.pricing import Pricing
 

@@ -124,7 +124,7 @@ class RunServices:
     """What a run works with, built once by its caller (giant.job) and shared by every episode.
 
     `ledger` is where the provider keeps its paid calls: the trajectories' images are linked to its.
-    `batches` is the batch collector the provider was built with (giant.llm.factory.batch_collector;
+    `batches` is the batch collector the provider was built with (giant.llm.batch.batch_collector;
     None: each call is sent on its own): the runner tells it which episodes run, and shows its rounds.
     `pricing` prices each call's reservation against `run.budget_usd` (giant.eval.budget) at the rates
     of `tier`, the tier the provider is billed at, counting images by `image_tokens` (the provider

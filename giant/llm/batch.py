@@ -2,7 +2,7 @@
 
 An agent episode is sequential, but a campaign has many episodes at the same step. In batch mode the
 provider's send step hands its request to the `BatchCollector` (custom_id = the call's ledger key)
-and waits for the reply. The run's caller builds the collector (giant.llm.factory.batch_collector)
+and waits for the reply. The run's caller builds the collector (`batch_collector`)
 and hands it to the provider and the runner; the runner tells it how many episodes are running
 (`join`, `leave`), so it submits one batch when every running episode is waiting on a call: a round
 of equal-length episodes is one batch, not a wave of small ones. A size (`batch_max_requests`,
@@ -42,9 +42,13 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any, Protocol
 
-from giant.llm.batch_records import BatchBook, BatchRecord
+from giant.errors import ConfigError
+from giant.llm.batch_records import BATCHES_DIR, BatchBook, BatchRecord
+from giant.llm.config import BatchedSettings, ProviderConfig
+from giant.llm.ledger import Ledger
 from giant.llm.sdk_errors import SDK_ERRORS, classify
 from giant.llm.types import FatalProviderError, ProviderError, TransientError
 
@@ -151,7 +155,8 @@ class _Watch:
 
 
 class BatchCollector:
-    """The batches of one provider instance, shared by every episode of the run."""
+    """The batches of one run: built by its caller, connected by the provider it is handed to, and
+    shared by every episode."""
 
     def __init__(
         self, book: BatchBook, *, max_requests: int, max_bytes: int, wait_s: float, poll_s: float
@@ -518,3 +523,23 @@ class BatchCollector:
 
 def _span(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
+def batch_collector(cfg: ProviderConfig, ledger: Ledger | None) -> BatchCollector | None:
+    """The batch rounds of provider.batch=true (giant.llm.batch), recorded beside `ledger`: built by
+    the run's caller and handed to both the provider (`build_provider`) and the runner, which tells
+    it how many episodes run. None: each call is sent on its own."""
+    if not isinstance(cfg, BatchedSettings) or not cfg.batch:
+        return None
+    if ledger is None:
+        raise ConfigError(
+            f"provider={cfg.name}: provider.batch=true records its batches beside the ledger; "
+            "run it with a ledger"
+        )
+    return BatchCollector(
+        BatchBook(Path(ledger.root) / BATCHES_DIR),
+        max_requests=cfg.batch_max_requests,
+        max_bytes=int(cfg.batch_max_mb * 1e6),
+        wait_s=cfg.batch_wait_s,
+        poll_s=cfg.batch_poll_s,
+    )

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import importlib
 import os
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from giant.errors import ConfigError
-from giant.llm.batch import BatchCollector
-from giant.llm.batch_records import BATCHES_DIR, BatchBook
-from giant.llm.config import BatchedSettings, ProviderConfig, ProviderSettings, SdkSettings, settings_class
+from giant.llm.config import ProviderConfig, ProviderSettings, SdkSettings, settings_class
 from giant.llm.ledger import Ledger
 from giant.llm.types import Provider, ProviderClass
+
+if TYPE_CHECKING:  # the batch module loads the SDKs' error classes: not for the offline providers
+    from giant.llm.batch import BatchCollector
 
 
 def provider_class(name: str) -> ProviderClass:
@@ -42,26 +42,6 @@ def check_credentials(cfg: ProviderSettings) -> None:
         )
 
 
-def batch_collector(cfg: ProviderConfig, ledger: Ledger | None) -> BatchCollector | None:
-    """The batch rounds of provider.batch=true (giant.llm.batch), recorded beside `ledger`: built by
-    the run's caller and handed to both the provider (`build_provider`) and the runner, which tells
-    it how many episodes run. None: each call is sent on its own."""
-    if not isinstance(cfg, BatchedSettings) or not cfg.batch:
-        return None
-    if ledger is None:
-        raise ConfigError(
-            f"provider={cfg.name}: provider.batch=true records its batches beside the ledger; "
-            "run it with a ledger"
-        )
-    return BatchCollector(
-        BatchBook(Path(ledger.root) / BATCHES_DIR),
-        max_requests=cfg.batch_max_requests,
-        max_bytes=int(cfg.batch_max_mb * 1e6),
-        wait_s=cfg.batch_wait_s,
-        poll_s=cfg.batch_poll_s,
-    )
-
-
 def build_provider(
     cfg: ProviderConfig,
     *,
@@ -71,7 +51,8 @@ def build_provider(
 ) -> Provider:
     """`http_client` (an httpx2.AsyncClient) lets tests drive the real SDKs through a mock transport.
     `ledger` keeps (and replays) the paid replies of the SDK providers; the offline ones cost nothing.
-    `batches` (`batch_collector`) is handed only to a provider in batch mode, the one kind that takes it."""
+    `batches` (giant.llm.batch.batch_collector) is handed only to a provider in batch mode, the one
+    kind that takes it."""
     check_credentials(cfg)
     cls = provider_class(cfg.name)
     if batches is None:

@@ -277,7 +277,7 @@ class ProviderClass(Protocol):
     def __call__(self, cfg: Any, *, http_client: Any = None, ledger: Any = None, **batches: Any) -> Provider:
         """Offline providers accept and ignore `http_client` and `ledger` (a giant.llm.ledger.Ledger:
         they pay for nothing, so keep nothing) so every provider is built alike. A provider in batch
-        mode is also handed the run's `batches` (giant.llm.factory.batch_collector)."""
+        mode is also handed the run's `batches` (giant.llm.batch.batch_collector)."""
         ...
 
     def image_tokens(self, width: int, height: int) -> int:

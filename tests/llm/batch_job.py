@@ -8,8 +8,9 @@ import logging
 import sys
 from pathlib import Path
 
+from giant.llm.batch import batch_collector
 from giant.llm.config import provider_settings
-from giant.llm.factory import batch_collector, build_provider
+from giant.llm.factory import build_provider
 from giant.llm.ledger import Ledger
 from giant.record.summary import Summary
 from tests.eval.runner_fixtures import SLIDES, evaluate, make_items

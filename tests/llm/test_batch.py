@@ -24,10 +24,10 @@ from giant.eval import runner
 from giant.eval.budget import RunBudget
 from giant.eval.progress import Progress
 from giant.eval.runner import RunData, RunServices, run_eval
-from giant.llm.batch import BatchCollector
+from giant.llm.batch import BatchCollector, batch_collector
 from giant.llm.batch_records import BatchBook, describe
 from giant.llm.config import provider_settings
-from giant.llm.factory import batch_collector, build_provider, provider_class
+from giant.llm.factory import build_provider, provider_class
 from giant.llm.ledger import Ledger
 from giant.llm.ledger import main as ledger_main
 from giant.llm.pricing import Pricing

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from giant.llm.anthropic_provider import AnthropicProvider
+from giant.llm.batch import batch_collector
 from giant.llm.config import provider_settings
-from giant.llm.factory import batch_collector, build_provider
+from giant.llm.factory import build_provider
 from giant.llm.ledger import Ledger, call_key
 from giant.llm.pricing import Pricing
 from giant.llm.types import Usage
