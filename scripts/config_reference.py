@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import importlib
 import re
 import sys
 import types
@@ -29,10 +30,12 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
+import jinja2
+
 # A sibling script, imported as scripts/ imports its neighbours (this folder is on sys.path when this
 # runs as a script and when MkDocs imports its hook): the settings model of `python scripts/ask.py`.
 from ask import AskSettings
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
@@ -123,10 +126,15 @@ def titled(block: str) -> tuple[str, list[str]]:
 
 
 @functools.cache
+def composed(config: str, *overrides: str) -> DictConfig:
+    """conf/<config>.yaml with `overrides`, composed as the CLI composes it (giant.confdir.compose)."""
+    return compose(config, overrides)
+
+
+@functools.cache
 def values(config: str, *overrides: str) -> dict[str, Any]:
-    """conf/<config>.yaml with `overrides`, composed as the CLI composes it, as plain data:
-    interpolations (`${...}`) and `???` kept as written."""
-    data = OmegaConf.to_container(compose(config, overrides), resolve=False)
+    """A composed config as plain data: interpolations (`${...}`) and `???` kept as written."""
+    data = OmegaConf.to_container(composed(config, *overrides), resolve=False)
     assert isinstance(data, dict), config
     return {str(key): value for key, value in data.items()}
 
@@ -372,17 +380,14 @@ def build_keys(sources: Mapping[str, Source], *, roles: bool, anchor_prefix: str
     found: dict[str, dict[str, FieldInfo | None]] = {}  # full key -> option -> its field (None: no model)
     flat: dict[str, dict[str, Any]] = {}  # option -> its values by key below its prefix
     for owner, source in sources.items():
-        fields = (
-            {k: v for k, v in model_fields(source.model).items() if k.split(".")[0] not in source.skip}
-            if source.model
-            else {}
-        )
-        whole = {name for name, info in fields.items() if get_origin(info.annotation) in (dict, Mapping)}
+        fields = model_fields(source.model) if source.model else {}
+        fields = {key: info for key, info in fields.items() if key.split(".")[0] not in source.skip}
+        whole = {key for key, info in fields.items() if get_origin(info.annotation) in (dict, Mapping)}
         flat[owner] = flatten(source.values, keep=whole.__contains__)
-        for name in flat[owner]:  # conf/'s order first
-            found.setdefault(source.prefix + name, {})[owner] = None
-        for name, info in fields.items():
-            found.setdefault(source.prefix + name, {})[owner] = info
+        for key in flat[owner]:  # conf/'s order first
+            found.setdefault(source.prefix + key, {})[owner] = None
+        for key, info in fields.items():
+            found.setdefault(source.prefix + key, {})[owner] = info
     table = record_roles() if roles else {}
     keys = [_key(name, by_owner, sources, flat, table, anchor_prefix) for name, by_owner in found.items()]
     # Stable: the option's name first (agent.mode), then the keys every option has, in conf/'s order.
@@ -401,42 +406,24 @@ def _key(
     order = list(sources)
     owners = tuple(owner for owner in order if owner in by_owner)
     defaults: dict[str, Any] = {}
-    kinds, limits, meanings, cells = {}, {}, {}, {}
+    kinds, typed, meanings, cells = {}, {}, {}, {}
     for owner in owners:
         source, info = sources[owner], by_owner[owner]
         local = name.removeprefix(source.prefix)
         value = defaults[owner] = flat[owner].get(local, ABSENT)
+        cells[owner] = _default_cell(value, info)
         if info is not None:
-            kinds[owner], limits[owner], meanings[owner] = (
-                type_name(info.annotation),
-                bounds(info),
-                info.description or "",
-            )
-            model_default = ABSENT if info.is_required() else info.default
-            if value is None and info.is_required() and not _admits_null(info.annotation):
-                cells[owner] = text("required in conf", value="null")
-        else:
+            kinds[owner], limits, meanings[owner] = type_name(info.annotation), bounds(info), info.description
+        else:  # a plugin's key: typed by the plugin's class, else by its value
             plugin = source.plugin_types.get(local, ABSENT)
-            value_type = "" if value is None or value is ABSENT else type_name(type(value))
-            kinds[owner], limits[owner] = (type_name(plugin) if plugin is not ABSENT else value_type), ""
-            meanings[owner], model_default = source.comments.get(local, ""), ABSENT
-        if value == MISSING:
-            cells.setdefault(owner, text("required", value=MISSING))
-        elif value is ABSENT:
-            cells[owner] = (
-                "—" if model_default is ABSENT else text("model default", value=format_value(model_default))
-            )
-        cells.setdefault(owner, f"`{format_value(value)}`")
-    typed = {
-        owner: ", ".join(filter(None, [f"`{kinds[owner]}`" if kinds[owner] else "—", limits[owner]]))
-        for owner in owners
-    }
+            by_value = "" if value is None or value is ABSENT else type_name(type(value))
+            kinds[owner] = type_name(plugin) if plugin is not ABSENT else by_value
+            limits, meanings[owner] = "", source.comments.get(local)
+        typed[owner] = ", ".join(filter(None, [f"`{kinds[owner]}`" if kinds[owner] else "—", limits]))
     if len(owners) > 1 and all(value == owner for owner, value in defaults.items()):
         # The discriminator (agent.mode, provider.name): each option sets its own name.
         cells = dict.fromkeys(owners, NAMED)
-        typed = dict.fromkeys(
-            owners, f"`{kinds[owners[0]]}`, one of " + ", ".join(f"`{owner}`" for owner in owners)
-        )
+        typed = dict.fromkeys(owners, f"`{kinds[owners[0]]}`, one of " + ", ".join(f"`{o}`" for o in owners))
     role = role_of(name, table) if table else None
     return Key(
         name=name,
@@ -446,120 +433,107 @@ def _key(
         default=per_owner(cells, order, "; "),
         owners=owners,
         role=role.value if role is not None else "",
-        meaning=per_owner({owner: meaning for owner, meaning in meanings.items() if meaning}, order, " "),
+        meaning=per_owner({owner: text for owner, text in meanings.items() if text}, order, " "),
         modelled=tuple(owner for owner in owners if by_owner[owner] is not None),
     )
+
+
+def _default_cell(value: Any, info: FieldInfo | None) -> str:
+    """One option's default as shown: its value; `required` for `???`, or for a `null` the field
+    does not take; none in conf/: the model's default, if it has one."""
+    required = info is not None and info.is_required()
+    if value == MISSING:
+        return text("required", value=MISSING)
+    if value is None and info is not None and required and not _admits_null(info.annotation):
+        return text("required in conf", value="null")
+    if value is ABSENT:
+        return "—" if info is None or required else text("model default", value=format_value(info.default))
+    return f"`{format_value(value)}`"
 
 
 # ------------------------------------------------------------------------------------------ groups
 
 
-def _options(group: str, registered: Sequence[str] = ()) -> list[str]:
-    """A group's options: the registry's (in its order), then any other file in conf/<group>/."""
-    return [*registered, *(name for name in group_options(group) if name not in registered)]
-
-
-def _option_list(group: str, names: Iterable[str]) -> tuple[tuple[str, str], ...]:
-    files = {name: CONF_DIR / group / f"{name}.yaml" for name in names}
-    return tuple(
-        (name, about_file(path)[0] if path.is_file() else text("no file")) for name, path in files.items()
-    )
-
-
 def _option_group(
     group: str, models: Mapping[str, type[BaseModel] | None], owner_label: str, *, roles: bool = True
 ) -> Group:
-    """A config group: each option composed into the run's config, its keys read from its section
-    (`agent.`; a tool's `tools.<name>.`) with its settings model (the same one, or one per option).
-    A key an option sets outside its section (a `_global_` file's, as conf/server/ has) is noted."""
+    """A config group, each option composed into the run's config and its keys read from its section
+    (`agent.`, a tool's `tools.<name>.`, a launcher's `hydra.launcher.`) with its settings model (the
+    same one, or one per option). A launcher has none: its keys are those its file writes, typed by the
+    plugin's config class and meant as their comments say. A key an option sets outside its section
+    (a `_global_` file's, as conf/server/ has) is noted."""
     base = values("config")
     sources: dict[str, Source] = {}
     notes: list[str] = []
     for name, model in models.items():
-        composed = values("config", *option_overrides(group, name))
-        section = f"tools.{name}" if group == "tools" else group
-        own = lookup(composed, section)  # a tool registered in code, with no file: none
-        sources[name] = Source(model, own if isinstance(own, Mapping) else {}, prefix=f"{section}.")
+        overrides = option_overrides(group, name)
+        section = {"tools": f"tools.{name}", "launcher": "hydra.launcher"}.get(group, group)
+        own = lookup(values("config", *overrides), section)
+        own = own if isinstance(own, Mapping) else {}  # a tool registered in code, with no file
+        if model is None:
+            written = yaml_keys(CONF_DIR / group / f"{name}.yaml")
+            comments = {k.removeprefix(f"{section}."): c for k, c in written.items() if k.startswith(section)}
+            plugin = OmegaConf.get_type(OmegaConf.select(composed("config", *overrides), section))
+            sources[name] = Source(
+                None,
+                {key: lookup(own, key) for key in comments},
+                prefix=f"{section}.",
+                comments=comments,
+                plugin_types={f.name: f.type for f in dataclasses.fields(plugin)}  # type: ignore[arg-type]
+                if dataclasses.is_dataclass(plugin)
+                else {},
+            )
+        else:
+            sources[name] = Source(model, own, prefix=f"{section}.")
         if group not in BATCHED:  # composed alone: what differs from the default run is this option's
-            outside = {
-                k: v for k, v in flatten(composed).items() if not k.startswith((f"{group}.", "hydra."))
-            }
+            outside = flatten(
+                {k: v for k, v in values("config", *overrides).items() if k not in (group, "hydra")}
+            )
             notes += [
                 text("also sets", option=f"{group}={name}", key=key, value=format_value(value))
                 for key, value in outside.items()
                 if lookup(base, key) != value
             ]
     keys = build_keys(sources, roles=roles)
-    every = all(len(key.owners) == len(models) for key in keys)
+    notes += [
+        text("no keys", option=f"{group}={name}")
+        for name in models
+        if not any(name in k.owners for k in keys)
+    ]
     return Group(
         id=group,
         keys=keys,
-        options=_option_list(group, models),
+        options=tuple((name, _said(group, name)) for name in models),
         default_option=base["hydra"]["runtime"]["choices"].get(group),
-        owner_label="" if every else owner_label,
+        owner_label="" if all(len(key.owners) == len(models) for key in keys) else owner_label,
         roles=roles,
         notes=tuple(notes),
     )
 
 
 def _registered(group: str, kind: Kind, owner_label: str) -> Group:
-    """A group whose options are registered (giant.registry): each with its settings model."""
-    models = settings_models(kind)
+    """A group whose options are registered (giant.registry), in the registry's order, each with its
+    settings model; a file in conf/<group>/ that no member has is listed with no model."""
+    models: dict[str, type[BaseModel] | None] = dict(settings_models(kind))
     return _option_group(
-        group, {name: models.get(name) for name in _options(group, list(models))}, owner_label
+        group, models | {name: models.get(name) for name in group_options(group)}, owner_label
     )
 
 
-def _one_model(group: str, model: type[BaseModel], owner_label: str, *, roles: bool = True) -> Group:
-    """A group whose options all fill one settings model (datasets, trackers, servers)."""
-    return _option_group(group, dict.fromkeys(_options(group), model), owner_label, roles=roles)
+def _said(group: str, option: str) -> str:
+    """What an option is: its file's leading comment."""
+    path = CONF_DIR / group / f"{option}.yaml"
+    return about_file(path)[0] if path.is_file() else text("no file")
 
 
 def _own(id_: str, config: str, model: type[BaseModel], section: str = "", *, roles: bool = False) -> Group:
     """The keys of `model` in one composed config (conf/<config>.yaml), or in its `section`: a run's
     top-level keys and paths, an entry point's own keys (its config groups have their own sections)."""
-    composed = lookup(values(config), section) if section else values(config)
-    own = {
-        key: value for key, value in composed.items() if key in model.model_fields and key not in GROUP_FIELDS
-    }
+    data = lookup(values(config), section) if section else values(config)
+    own = {key: value for key, value in data.items() if key in model.model_fields and key not in GROUP_FIELDS}
     source = Source(model, own, prefix=f"{section}." if section else "", skip=GROUP_FIELDS)
     anchor = "" if roles else f"{id_}."  # an entry point's keys may share a run key's name
     return Group(id=id_, keys=build_keys({config: source}, roles=roles, anchor_prefix=anchor), roles=roles)
-
-
-def launcher_group() -> Group:
-    """The Hydra launchers: no model of ours reads them, so a key's type comes from the plugin's
-    config class and its meaning from its comment in conf/launcher/; the keys are those the file sets."""
-    names = _options("launcher")
-    sources: dict[str, Source] = {}
-    for name in names:
-        overrides = option_overrides("launcher", name)
-        composed = values("config", *overrides)
-        plugin = OmegaConf.get_type(compose("config", overrides).hydra.launcher)
-        written = {
-            key.removeprefix("hydra.launcher."): comment
-            for key, comment in yaml_keys(CONF_DIR / "launcher" / f"{name}.yaml").items()
-            if key.startswith("hydra.launcher.")
-        }
-        sources[name] = Source(
-            None,
-            {key: lookup(composed, f"hydra.launcher.{key}") for key in written},
-            prefix="hydra.launcher.",
-            comments=written,
-            plugin_types={f.name: f.type for f in dataclasses.fields(plugin)}
-            if dataclasses.is_dataclass(plugin)
-            else {},
-        )
-    keys = build_keys(sources, roles=False)
-    quiet = [name for name in names if not any(name in key.owners for key in keys)]
-    return Group(
-        id="launcher",
-        keys=keys,
-        options=_option_list("launcher", names),
-        default_option=values("config")["hydra"]["runtime"]["choices"]["launcher"],
-        owner_label="Launchers",
-        notes=tuple(text("no keys", option=f"launcher={name}") for name in quiet),
-    )
 
 
 def experiment_group() -> Group:
@@ -568,37 +542,32 @@ def experiment_group() -> Group:
     base = values("config")
     presets = []
     for name in group_options("experiment"):
-        composed = values("config", f"experiment={name}")
+        data = values("config", f"experiment={name}")
         picked = {
             group: option
-            for group, option in composed["hydra"]["runtime"]["choices"].items()
+            for group, option in data["hydra"]["runtime"]["choices"].items()
             if group in GROUPS
             and group != "experiment"
             and option != base["hydra"]["runtime"]["choices"][group]
         }
         sets = {}
-        for key, value in flatten({k: v for k, v in composed.items() if k != "hydra"}).items():
+        for key, value in flatten({k: v for k, v in data.items() if k != "hydra"}).items():
             top = key.partition(".")[0]
             against = values("config", *option_overrides(top, picked[top])) if top in picked else base
             if lookup(against, key) != value:
                 sets[key] = value
-        params = lookup(composed, "hydra.sweeper.params")
+        params = lookup(data, "hydra.sweeper.params")
         about, example = about_file(CONF_DIR / "experiment" / f"{name}.yaml")
         sweeps = {str(k): str(v) for k, v in params.items()} if isinstance(params, Mapping) else {}
         presets.append(Preset(name=name, about=about, example=example, sweeps=sweeps, sets=sets | picked))
     return Group(id="experiment", presets=tuple(presets))
 
 
-def fetch_group() -> Group:
-    from giant.fetch_job import FetchOptions  # late: it imports the job layer
-
-    return _own("fetch", "fetch", FetchOptions)
-
-
-def rescore_group() -> Group:
-    from giant.rescore_job import RescoreSettings  # late: it imports MLflow (seconds)
-
-    return _own("rescore", "rescore", RescoreSettings)
+def _late(module: str, name: str) -> type[BaseModel]:
+    """An entry point's settings model, imported when its section is built (the job layer and MLflow
+    take seconds to import)."""
+    model: type[BaseModel] = getattr(importlib.import_module(module), name)
+    return model
 
 
 BUILDERS: dict[str, Callable[[], Group]] = {
@@ -606,15 +575,23 @@ BUILDERS: dict[str, Callable[[], Group]] = {
     "paths": lambda: _own("paths", "config", PathSettings, "paths", roles=True),
     "agent": lambda: _registered("agent", "mode", "Modes"),
     "provider": lambda: _registered("provider", "provider", "Providers"),
-    "dataset": lambda: _one_model("dataset", DatasetSettings, "Datasets"),
+    "dataset": lambda: _option_group(
+        "dataset", dict.fromkeys(group_options("dataset"), DatasetSettings), "Datasets"
+    ),
     "tools": lambda: _registered("tools", "tool", "Tools"),
-    "tracking": lambda: _one_model("tracking", TrackingSettings, "Trackers"),
-    "server": lambda: _one_model("server", ServerSettings, "Servers", roles=False),
-    "launcher": launcher_group,
+    "tracking": lambda: _option_group(
+        "tracking", dict.fromkeys(group_options("tracking"), TrackingSettings), "Trackers"
+    ),
+    "server": lambda: _option_group(
+        "server", dict.fromkeys(group_options("server"), ServerSettings), "Servers", roles=False
+    ),
+    "launcher": lambda: _option_group(
+        "launcher", dict.fromkeys(group_options("launcher")), "Launchers", roles=False
+    ),
     "experiment": experiment_group,
     "ask": lambda: _own("ask", "ask", AskSettings),
-    "fetch": fetch_group,
-    "rescore": rescore_group,
+    "fetch": lambda: _own("fetch", "fetch", _late("giant.fetch_job", "FetchOptions")),
+    "rescore": lambda: _own("rescore", "rescore", _late("giant.rescore_job", "RescoreSettings")),
 }
 
 
@@ -626,93 +603,47 @@ def groups() -> tuple[Group, ...]:
 
 # ---------------------------------------------------------------------------------------------- page
 
-# The site's page hides Material's right-hand table of contents: the tables need the width, and the
-# page's own list of sections (below the intro) links every group.
-FRONT_MATTER = "---\nhide:\n  - toc\n---\n"
-
 
 def render(selected: Iterable[str] | None = None, *, page: bool = True) -> str:
-    """The reference as Markdown. `page`: the site's page (front matter, an id on every group and
-    key); off, plain Markdown that reads cleanly in a terminal. `selected`: only those sections."""
-    chosen = list(groups()) if selected is None else [g for g in groups() if g.id in set(selected)]
-    out: list[str] = [FRONT_MATTER] if page else []
-    if selected is None:
-        out += [prose()["intro"] + "\n", _contents(chosen), _roles_section(page)]
-    out += [_section(group, page) for group in chosen]
-    return "\n".join(out).rstrip() + "\n"
+    """The reference as Markdown, laid out by the template's `page` block. `page`: the site's page
+    (front matter, an id on every group and key); off, plain Markdown that reads cleanly in a
+    terminal. `selected`: only those sections."""
+    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    env.filters.update(
+        cell=escape, md=functools.partial(escape, cell=False), oneline=_oneline, value=format_value
+    )
+    markdown = env.from_string(prose()["page"]).render(
+        page=page,
+        whole=selected is None,
+        groups=[group for group in groups() if selected is None or group.id in set(selected)],
+        roles=list(Role),
+        prose=prose(),
+        title=lambda group: titled(f"group: {group}")[0],
+        paragraphs=lambda group: (titled(f"group: {group}")[1][0], tuple(titled(f"group: {group}")[1][1:])),
+        text=text,
+        id=lambda anchor, row=False: (
+            "" if not page else f'{{#{anchor} style="white-space: nowrap"}}' if row else f" {{#{anchor}}}"
+        ),
+        yesno=lambda flag: "yes" if flag else "no",
+        meaning=_meaning,
+    )
+    return re.sub(r"\n{3,}", "\n\n", markdown).strip() + "\n"
 
 
-def _contents(chosen: Sequence[Group]) -> str:
-    lines = ["## Sections", ""]
-    for group in chosen:
-        count = len(group.presets or group.keys)
-        noun = "preset" if group.presets else "key"
-        lines.append(
-            f"- [{titled(f'group: {group.id}')[0]}](#{group.id}): {count} {noun}{'s' if count != 1 else ''}"
-        )
-    return "\n".join(lines) + "\n"
+def _oneline(block: str) -> str:
+    return " ".join(paragraphs(block))
 
 
-def _roles_section(page: bool) -> str:
-    title, about = prose()["roles"].partition("\n")[::2]
-    lines = [title + (" {#roles}" if page else ""), "", *paragraphs(about), ""]
-    lines += ["| Role | Hashed | Compared | Meaning |", "| --- | --- | --- | --- |"]
-    for role in Role:
-        hashed, compared = ("yes" if flag else "no" for flag in (role.hashed, role.compared))
-        lines.append(f"| `{role.value}` | {hashed} | {compared} | {escape(prose()['role: ' + role.value])} |")
-    return "\n".join(lines) + "\n"
-
-
-def _section(group: Group, page: bool) -> str:
-    title, (about, *notes) = titled(f"group: {group.id}")
-    lines = ["## " + title + (f" {{#{group.id}}}" if page else ""), "", escape(about, cell=False)]
-    shared = {key.role for key in group.keys}
-    if group.roles and len(shared) == 1:
-        lines[-1] += " " + text("one role", role=shared.pop())
-    lines.append("")
-    if group.options:
-        for name, said in group.options:
-            mark = " (default)" if name == group.default_option else ""
-            lines.append(f"- `{group.id}={name}`{mark}: {escape(said, cell=False)}")
-        lines.append("")
-    if group.presets:
-        lines += _presets_table(group, page)
-    if group.keys:
-        lines += _keys_table(group, page)
-    lines += [escape(note, cell=False) for note in (*group.notes, *notes)]
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def _keys_table(group: Group, page: bool) -> list[str]:
-    """Four columns, so a table fits the page's text column: the type carries its bounds, and the
-    meaning ends with the options that have the key (when not all do) and its role (when the group's
-    keys differ in role)."""
-    lines = ["| Key | Type | Default | Meaning |", "| --- | --- | --- | --- |"]
-    every = len(group.options) or 1
-    roles_differ = group.roles and len({key.role for key in group.keys}) > 1
-    for key in group.keys:
-        # An id to link to, and a key that never breaks across lines (Material breaks code in tables).
-        anchor = f'{{#{key.anchor} style="white-space: nowrap"}}' if page else ""
-        meaning = escape(key.meaning) or "**no description**"
-        meaning += "" if meaning.endswith((".", "!", "?", "*")) else "."  # a conf/ comment may lack one
-        if group.owner_label and len(key.owners) < every:
-            meaning += f" *{group.owner_label}: {', '.join(key.owners)}.*"
-        if roles_differ:
-            meaning += " " + (f"Role: `{key.role}`." if key.role else text("no role"))
-        row = [f"`{key.name}`{anchor}", escape(key.type_and_bounds), escape(key.default), meaning]
-        lines.append("| " + " | ".join(row) + " |")
-    return [*lines, ""]
-
-
-def _presets_table(group: Group, page: bool) -> list[str]:
-    lines = ["| Preset | What it runs | Sweeps over | Also sets |", "| --- | --- | --- | --- |"]
-    for preset in group.presets:
-        anchor = f'{{#experiment.{preset.name} style="white-space: nowrap"}}' if page else ""
-        about = escape(preset.about) + (f" Run: `{preset.example}`" if preset.example else "")
-        sweeps = "; ".join(f"`{key}`: {escape(value)}" for key, value in preset.sweeps.items()) or "—"
-        sets = ", ".join(f"`{key}={format_value(value)}`" for key, value in preset.sets.items()) or "—"
-        lines.append(f"| `experiment={preset.name}`{anchor} | {about} | {sweeps} | {sets} |")
-    return [*lines, ""]
+def _meaning(group: Group, key: Key) -> str:
+    """The Meaning cell: the key's description, then the options that have it (when not all do) and
+    its role (when the group's keys differ in role)."""
+    meaning = escape(key.meaning) or "**no description**"
+    meaning += "" if meaning.endswith((".", "!", "?", "*")) else "."  # a conf/ comment may lack one
+    if group.owner_label and len(key.owners) < (len(group.options) or 1):
+        meaning += f" *{group.owner_label}: {', '.join(key.owners)}.*"
+    if group.roles and len({key.role for key in group.keys}) > 1:
+        meaning += " " + (f"Role: `{key.role}`." if key.role else text("no role"))
+    return meaning
 
 
 def main(argv: Sequence[str] | None = None) -> int:
