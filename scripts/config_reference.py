@@ -122,13 +122,6 @@ def text(name: str, **fields: str) -> str:
     return paragraphs(prose()[f"text: {name}"])[0].format(**fields)
 
 
-def section(group: str) -> tuple[str, str, list[str]]:
-    """A group's block: its title (the `## ` line), its paragraph and the notes below its table."""
-    title, _, rest = prose()[f"group: {group}"].partition("\n")
-    about, *notes = paragraphs(rest)
-    return title.removeprefix("## "), about, notes
-
-
 # --------------------------------------------------------------------------------------------- conf/
 
 
@@ -345,16 +338,12 @@ def _key(
         typed = dict.fromkeys(owners, f"`{kind}`, one of " + ", ".join(f"`{owner}`" for owner in owners))
         shown = dict.fromkeys(owners, NAMED)
     role = role_of(name, table) if table else None
+    anchor = name if name.startswith(anchor_prefix) else anchor_prefix + name
+    modelled = tuple(owner for owner in owners if by_owner[owner] is not None)
+    said = per_owner({owner: meaning for owner, meaning in meanings.items() if meaning}, " ")
+    typed_cell, default_cell = per_owner(typed, "; "), per_owner(shown, "; ")
     return Key(
-        name=name,
-        anchor=name if name.startswith(anchor_prefix) else anchor_prefix + name,
-        type_and_bounds=per_owner(typed, "; "),
-        defaults=defaults,
-        default=per_owner(shown, "; "),
-        owners=owners,
-        role=role.value if role is not None else "",
-        meaning=per_owner({owner: meaning for owner, meaning in meanings.items() if meaning}, " "),
-        modelled=tuple(owner for owner in owners if by_owner[owner] is not None),
+        name, anchor, typed_cell, defaults, default_cell, owners, role.value if role else "", said, modelled
     )
 
 
@@ -399,18 +388,26 @@ def per_owner(cells: Mapping[str, str], sep: str) -> str:
 
 
 def option_group(
-    group: str, models: Mapping[str, type[BaseModel] | None], owner_label: str, roles: bool = True
+    group: str, models: Kind | type[BaseModel] | None, owner_label: str, roles: bool = True
 ) -> Group:
     """A config group: each option composed into the run's config, its keys read from its section
-    (`agent.`, a tool's `tools.<name>.`, a launcher's `hydra.launcher.`) with its settings model. A
-    launcher has none: its keys are those its file writes, typed by the plugin's config class. A key
-    an option sets outside its section (a `_global_` file's, as conf/server/ has) is noted."""
+    (`agent.`, a tool's `tools.<name>.`, a launcher's `hydra.launcher.`) with its settings model: a
+    registered member's (`models` a kind; the registry's order first), else `models`. A launcher has
+    none: its keys are those its file writes, typed by the plugin's config class. A key an option sets
+    outside its section (a `_global_` file's, as conf/server/ has) is noted."""
+    found = settings_models(models) if isinstance(models, str) else {}
+    default = None if isinstance(models, str) else models
+    options = found | {name: found.get(name, default) for name in group_options(group)}
     base, sources, notes = values("config"), {}, []
-    for name, model in models.items():
+    for name, model in options.items():
         overrides = () if group == "tools" else (f"{group}={name}",)  # `tools: all`, always
-        section = {"tools": f"tools.{name}", "launcher": "hydra.launcher"}.get(group, group)
-        own = lookup(values("config", *overrides), section)
-        own = own if isinstance(own, Mapping) else {}  # a tool registered in code, with no file
+        section, data = (
+            {"tools": f"tools.{name}", "launcher": "hydra.launcher"}.get(group, group),
+            values("config", *overrides),
+        )
+        own = (
+            lookup(data, section) if isinstance(lookup(data, section), Mapping) else {}
+        )  # none: a tool with no file
         comments, plugin_types = {}, {}
         if model is None:
             written = yaml_keys(CONF_DIR / group / f"{name}.yaml")
@@ -419,9 +416,7 @@ def option_group(
             plugin_types = typing.get_type_hints(plugin) if dataclasses.is_dataclass(plugin) else {}
             own = {key: lookup(own, key) for key in comments}
         sources[name] = Source(model, own, f"{section}.", comments=comments, plugin_types=plugin_types)
-        outside = flatten(
-            {k: v for k, v in values("config", *overrides).items() if k not in (group, "hydra")}
-        )
+        outside = flatten({k: v for k, v in data.items() if k not in (group, "hydra")})
         notes += [
             text("also sets", option=f"{group}={name}", key=k, value=format_value(v))
             for k, v in outside.items()
@@ -430,29 +425,20 @@ def option_group(
     keys = build_keys(sources, roles=roles)
     notes += [
         text("no keys", option=f"{group}={name}")
-        for name in models
+        for name in options
         if not any(name in k.owners for k in keys)
     ]
-    files = {name: CONF_DIR / group / f"{name}.yaml" for name in models}
+    files = {name: CONF_DIR / group / f"{name}.yaml" for name in options}
     return Group(
         id=group,
         keys=keys,
         options=tuple(
-            (name, about_file(path)[0] if path.is_file() else text("no file")) for name, path in files.items()
+            (name, about_file(file)[0] if file.is_file() else text("no file")) for name, file in files.items()
         ),
         default_option=base["hydra"]["runtime"]["choices"].get(group),
-        owner_label="" if all(len(key.owners) == len(models) for key in keys) else owner_label,
+        owner_label="" if all(len(key.owners) == len(options) for key in keys) else owner_label,
         roles=roles,
         notes=tuple(notes),
-    )
-
-
-def registered(group: str, kind: Kind, owner_label: str) -> Group:
-    """A group whose options are registered (giant.registry), in the registry's order, each with its
-    settings model; a file in conf/<group>/ that no member has is listed with no model."""
-    models: dict[str, type[BaseModel] | None] = dict(settings_models(kind))
-    return option_group(
-        group, models | {name: models.get(name) for name in group_options(group)}, owner_label
     )
 
 
@@ -493,21 +479,13 @@ def experiment_group() -> Group:
 BUILDERS: dict[str, Callable[[], Group]] = {
     "run": lambda: own_keys("run", "config", RunOptions, roles=True),
     "paths": lambda: own_keys("paths", "config", PathSettings, "paths", roles=True),
-    "agent": lambda: registered("agent", "mode", "Modes"),
-    "provider": lambda: registered("provider", "provider", "Providers"),
-    "dataset": lambda: option_group(
-        "dataset", dict.fromkeys(group_options("dataset"), DatasetSettings), "Datasets"
-    ),
-    "tools": lambda: registered("tools", "tool", "Tools"),
-    "tracking": lambda: option_group(
-        "tracking", dict.fromkeys(group_options("tracking"), TrackingSettings), "Trackers"
-    ),
-    "server": lambda: option_group(
-        "server", dict.fromkeys(group_options("server"), ServerSettings), "Servers", False
-    ),
-    "launcher": lambda: option_group(
-        "launcher", dict.fromkeys(group_options("launcher")), "Launchers", False
-    ),
+    "agent": lambda: option_group("agent", "mode", "Modes"),
+    "provider": lambda: option_group("provider", "provider", "Providers"),
+    "dataset": lambda: option_group("dataset", DatasetSettings, "Datasets"),
+    "tools": lambda: option_group("tools", "tool", "Tools"),
+    "tracking": lambda: option_group("tracking", TrackingSettings, "Trackers"),
+    "server": lambda: option_group("server", ServerSettings, "Servers", roles=False),
+    "launcher": lambda: option_group("launcher", None, "Launchers", roles=False),
     "experiment": experiment_group,
     "ask": lambda: own_keys("ask", "ask", AskSettings),
     "fetch": lambda: own_keys("fetch", "fetch", FetchOptions),
@@ -530,14 +508,13 @@ def render(selected: Iterable[str] | None = None, *, page: bool = True) -> str:
     terminal. `selected`: only those sections."""
     env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
     env.filters.update(cell=escape, md=functools.partial(escape, cell=False), value=format_value)
-    env.filters["oneline"] = lambda block: " ".join(paragraphs(block))
+    env.filters.update(oneline=lambda block: " ".join(paragraphs(block)), paragraphs=paragraphs)
     markdown = env.from_string(prose()["page"]).render(
         page=page,
         whole=selected is None,
         groups=[group for group in groups() if selected is None or group.id in set(selected)],
         roles=list(Role),
         prose=prose(),
-        section=section,
         text=text,
         id=lambda anchor, row=False: (
             "" if not page else f'{{#{anchor} style="white-space: nowrap"}}' if row else f" {{#{anchor}}}"
