@@ -1,11 +1,10 @@
 """The configuration reference (docs: reference/configuration.md), written from the code so it cannot drift.
 
-Each key's name, type, bounds, role (giant.roles) and meaning (`Field(description=...)`) come from the
-pydantic settings models, its default from conf/ as the CLI composes it (giant.confdir.compose), the
-options from the registry (giant.registry); the Hydra launchers' keys, which no model of ours reads,
-are typed by the plugin's config class and meant as their comments in conf/launcher/ say. Nothing lists
-keys by hand. The sentences and the layout are the Markdown template beside this file. Docs tooling,
-not runtime: the MkDocs hook scripts/docs_hooks.py adds the page on every build (it is never a file in
+A key's type, bounds, role (giant.roles) and meaning (`Field(description=...)`) come from its pydantic
+settings model, its default from conf/ as the CLI composes it (giant.confdir.compose), the options from
+giant.registry; a Hydra launcher's keys, which no model of ours reads, from the plugin's config class and
+their comments in conf/launcher/. The sentences and the layout are the Markdown template beside this
+file. Docs tooling: scripts/docs_hooks.py adds the page to every MkDocs build (it is never a file in
 docs/); `python scripts/config_reference.py [SECTION ...]` prints it. tests/docs/ checks it.
 """
 
@@ -17,12 +16,10 @@ import functools
 import re
 import sys
 import types
-import typing
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import jinja2
 
@@ -49,7 +46,7 @@ GROUP_FIELDS = frozenset({*GROUPS, "paths"})  # an entry point's fields that hav
 TEMPLATE = Path(__file__).with_suffix(".md")  # the page's sentences and layout, by block
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Key:
     """One setting as the reference shows it."""
 
@@ -64,7 +61,7 @@ class Key:
     modelled: tuple[str, ...]  # the owners whose settings model has the key (not only conf/)
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Preset:
     """One experiment preset (conf/experiment/<name>.yaml): a sweep, run with -m."""
 
@@ -75,7 +72,7 @@ class Preset:
     sets: Mapping[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Group:
     """One section of the page: a config group, the run's top-level keys or an entry point's."""
 
@@ -89,7 +86,7 @@ class Group:
     presets: tuple[Preset, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Source:
     """What one option of a group contributes to the group's keys."""
 
@@ -97,17 +94,13 @@ class Source:
     values: Mapping[str, Any]  # its composed values, below `prefix`
     prefix: str = ""  # how its keys start on the command line: `agent.`, `tools.conch.`, ``
     skip: frozenset[str] = frozenset()  # model fields that are config groups of their own sections
-    comments: Mapping[str, str] = dataclasses.field(default_factory=dict)  # a model-less key's meaning
-    plugin_types: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # its type, from the plugin
-
-
-# ------------------------------------------------------------------------------------------ template
+    # A model-less key's type (from the plugin's config class; ABSENT: unknown) and meaning (its comment).
+    plugin: Mapping[str, tuple[Any, str]] = dataclasses.field(default_factory=dict)
 
 
 @functools.cache
 def prose() -> dict[str, str]:
-    """The template's blocks by marker (`intro`, `roles`, `role: <role>`, `group: <id>`, `text: <name>`,
-    `page`)."""
+    """The template's blocks by their marker: `intro`, `roles`, `role: <role>`, `group: <id>`, ..."""
     parts = re.split(r"^<!-- (\S[^>]*?) -->\n", TEMPLATE.read_text(encoding="utf-8"), flags=re.M)
     return {name: block.strip("\n") for name, block in zip(parts[1::2], parts[2::2], strict=True)}
 
@@ -122,9 +115,6 @@ def text(name: str, **fields: str) -> str:
     return paragraphs(prose()[f"text: {name}"])[0].format(**fields)
 
 
-# --------------------------------------------------------------------------------------------- conf/
-
-
 @functools.cache
 def composed(config: str, *overrides: str) -> DictConfig:
     return compose(config, overrides)
@@ -132,14 +122,14 @@ def composed(config: str, *overrides: str) -> DictConfig:
 
 @functools.cache
 def values(config: str, *overrides: str) -> dict[str, Any]:
-    """conf/<config>.yaml with `overrides`, composed as the CLI composes it, as plain data:
-    interpolations (`${...}`) and `???` kept as written."""
+    """A composition (giant.confdir.compose) as plain data: `${...}` and `???` kept as written."""
     return OmegaConf.to_container(composed(config, *overrides), resolve=False)  # type: ignore[return-value]
 
 
 def about_file(path: Path) -> tuple[str, str]:
     """A conf file's leading comment (what it is) and the example command in it (an indented line)."""
-    about, examples = [], []
+    about: list[str] = []
+    examples: list[str] = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.startswith("#"):
             break
@@ -163,23 +153,19 @@ def yaml_keys(path: Path) -> dict[str, str]:
                 stack.pop()
             out.pop(".".join(key for _, key in stack), None)  # its parent is no leaf
             stack.append((len(match["indent"]), match["key"]))
-            out[".".join(key for _, key in stack)] = match["rest"].partition(" #")[2].strip() or " ".join(
-                above
-            )
-            above = []
+            beside = match["rest"].partition(" #")[2].strip()
+            out[".".join(key for _, key in stack)], above = beside or " ".join(above), []
         else:
             above = []
     return out
 
 
-def flatten(
-    data: Mapping[str, Any], prefix: str = "", keep: Callable[[str], bool] = lambda _: False
-) -> dict[str, Any]:
-    """Leaf values by dotted key; a mapping is descended into unless `keep(key)` (a dict-valued setting)."""
+def flatten(data: Mapping[str, Any], prefix: str = "", whole: Collection[str] = ()) -> dict[str, Any]:
+    """Leaf values by dotted key; a mapping is descended into unless it is `whole` (a dict setting)."""
     out: dict[str, Any] = {}
     for key, value in data.items():
-        if isinstance(value, Mapping) and value and not keep(f"{prefix}{key}"):
-            out.update(flatten(value, f"{prefix}{key}.", keep))
+        if isinstance(value, Mapping) and value and f"{prefix}{key}" not in whole:
+            out.update(flatten(value, f"{prefix}{key}.", whole))
         else:
             out[f"{prefix}{key}"] = value
     return out
@@ -187,13 +173,8 @@ def flatten(
 
 def lookup(data: Any, dotted: str) -> Any:
     for part in dotted.split("."):
-        if not isinstance(data, Mapping) or part not in data:
-            return ABSENT
-        data = data[part]
+        data = data.get(part, ABSENT) if isinstance(data, Mapping) else ABSENT
     return data
-
-
-# -------------------------------------------------------------------------------- models and values
 
 
 def model_fields(model: type[BaseModel], prefix: str = "") -> dict[str, FieldInfo]:
@@ -218,9 +199,7 @@ def type_name(annotation: Any) -> str:
     if origin is Literal:
         return " | ".join(dict.fromkeys(type_name(type(value)) for value in args))
     if origin in (Union, types.UnionType, Annotated):
-        return " | ".join(
-            dict.fromkeys(type_name(arg) for arg in (args[:1] if origin is Annotated else args))
-        )
+        return " | ".join(dict.fromkeys(map(type_name, args[:1] if origin is Annotated else args)))
     if origin in (list, tuple, set, Sequence):
         return f"list[{type_name(args[0])}]" if args else "list"
     if origin in (dict, Mapping):
@@ -242,20 +221,15 @@ def choices(annotation: Any) -> list[str]:
     return [value for arg in (args[:1] if origin is Annotated else args) for value in choices(arg)]
 
 
-_BOUNDS = {"gt": ">", "ge": "≥", "lt": "<", "le": "≤", "min_length": "length ≥", "max_length": "length ≤"}
+# A field's constraints as the Type cell writes them, in this order.
+_BOUNDS = {"gt": "> {}", "ge": "≥ {}", "lt": "< {}", "le": "≤ {}", "min_length": "length ≥ {}"}
+_BOUNDS |= {"max_length": "length ≤ {}", "pattern": "matches `{}`"}
 
 
 def bounds(info: FieldInfo) -> str:
     """ge/gt/le/lt, lengths, a pattern and the allowed values of a field, as one short phrase."""
-    parts = [
-        f"{sign} {format_value(getattr(item, attr))}"
-        for item in info.metadata
-        for attr, sign in _BOUNDS.items()
-        if getattr(item, attr, None) is not None
-    ]
-    parts += [
-        f"matches `{item.pattern}`" for item in info.metadata if getattr(item, "pattern", None) is not None
-    ]
+    found = [(form, getattr(item, attr, None)) for item in info.metadata for attr, form in _BOUNDS.items()]
+    parts = [form.format(format_value(value)) for form, value in found if value is not None]
     if allowed := list(dict.fromkeys(choices(info.annotation))):
         each = "each " if get_origin(info.annotation) in (list, tuple, set) else ""
         parts.append(f"{each}one of " + ", ".join(f"`{value}`" for value in allowed))
@@ -266,9 +240,8 @@ def takes_null(annotation: Any) -> bool:
     origin, args = get_origin(annotation), get_args(annotation)
     if annotation in (None, type(None), Any) or (origin is Literal and None in args):
         return True
-    return origin in (Union, types.UnionType, Annotated) and any(
-        map(takes_null, args[:1] if origin is Annotated else args)
-    )
+    inner = args[:1] if origin is Annotated else args if origin in (Union, types.UnionType) else ()
+    return any(map(takes_null, inner))
 
 
 def format_value(value: Any) -> str:
@@ -293,9 +266,6 @@ def escape(markdown: str, *, cell: bool = True) -> str:
     return "".join(parts)
 
 
-# -------------------------------------------------------------------------------------------- keys
-
-
 def build_keys(sources: Mapping[str, Source], *, roles: bool, anchor_prefix: str = "") -> tuple[Key, ...]:
     """The keys of one group, from each option's model and values. A key is every model field and
     every value's leaf; one that only the values have, or only the model, is still listed with what is
@@ -306,45 +276,45 @@ def build_keys(sources: Mapping[str, Source], *, roles: bool, anchor_prefix: str
         fields = model_fields(source.model) if source.model else {}
         fields = {key: info for key, info in fields.items() if key.split(".")[0] not in source.skip}
         whole = {key for key, info in fields.items() if get_origin(info.annotation) in (dict, Mapping)}
-        flat[owner] = flatten(source.values, keep=whole.__contains__)
+        flat[owner] = flatten(source.values, whole=whole)
         for key in flat[owner]:  # conf/'s order first
             found.setdefault(source.prefix + key, {})[owner] = None
         for key, info in fields.items():
             found.setdefault(source.prefix + key, {})[owner] = info
-    table = record_roles() if roles else {}
-    keys = [_key(name, by_owner, sources, flat, table, anchor_prefix) for name, by_owner in found.items()]
+    table, keys = record_roles() if roles else {}, []
+    for name, by_owner in found.items():
+        owners = tuple(by_owner)  # in the group's order of options
+        local = {owner: name.removeprefix(sources[owner].prefix) for owner in owners}
+        defaults = {owner: flat[owner].get(local[owner], ABSENT) for owner in owners}
+        cells = [_cells(sources[owner], local[owner], by_owner[owner], defaults[owner]) for owner in owners]
+        typed, shown, meanings = (
+            dict(zip(owners, column, strict=True)) for column in zip(*cells, strict=True)
+        )
+        if len(owners) > 1 and all(value == owner for owner, value in defaults.items()):
+            # The discriminator (agent.mode, provider.name): each option sets its own name.
+            kind = type_name(getattr(by_owner[owners[0]], "annotation", str))
+            typed = dict.fromkeys(owners, f"`{kind}`, one of " + ", ".join(f"`{owner}`" for owner in owners))
+            shown = dict.fromkeys(owners, NAMED)
+        role = role_of(name, table) if table else None
+        anchor = name if name.startswith(anchor_prefix) else anchor_prefix + name
+        said = per_owner({owner: meaning for owner, meaning in meanings.items() if meaning}, " ")
+        modelled = tuple(owner for owner in owners if by_owner[owner] is not None)
+        role_name = role.value if role else ""
+        keys.append(
+            Key(
+                name,
+                anchor,
+                per_owner(typed, "; "),
+                defaults,
+                per_owner(shown, "; "),
+                owners,
+                role_name,
+                said,
+                modelled,
+            )
+        )
     # Stable: the option's name first (agent.mode), then the keys every option has, in conf/'s order.
     return tuple(sorted(keys, key=lambda key: (key.default != NAMED, -len(key.owners))))
-
-
-def _key(
-    name: str,
-    by_owner: Mapping[str, FieldInfo | None],
-    sources: Mapping[str, Source],
-    flat: Mapping[str, Mapping[str, Any]],
-    table: Mapping[str, Role],
-    anchor_prefix: str,
-) -> Key:
-    owners = tuple(by_owner)  # in the group's order of options
-    local = {owner: name.removeprefix(sources[owner].prefix) for owner in owners}
-    defaults = {owner: flat[owner].get(local[owner], ABSENT) for owner in owners}
-    cells = {
-        owner: _cells(sources[owner], local[owner], by_owner[owner], defaults[owner]) for owner in owners
-    }
-    typed, shown, meanings = ({owner: cell[i] for owner, cell in cells.items()} for i in range(3))
-    if len(owners) > 1 and all(value == owner for owner, value in defaults.items()):
-        # The discriminator (agent.mode, provider.name): each option sets its own name.
-        kind = type_name(getattr(by_owner[owners[0]], "annotation", str))
-        typed = dict.fromkeys(owners, f"`{kind}`, one of " + ", ".join(f"`{owner}`" for owner in owners))
-        shown = dict.fromkeys(owners, NAMED)
-    role = role_of(name, table) if table else None
-    anchor = name if name.startswith(anchor_prefix) else anchor_prefix + name
-    modelled = tuple(owner for owner in owners if by_owner[owner] is not None)
-    said = per_owner({owner: meaning for owner, meaning in meanings.items() if meaning}, " ")
-    typed_cell, default_cell = per_owner(typed, "; "), per_owner(shown, "; ")
-    return Key(
-        name, anchor, typed_cell, defaults, default_cell, owners, role.value if role else "", said, modelled
-    )
 
 
 def _cells(source: Source, local: str, info: FieldInfo | None, value: Any) -> tuple[str, str, str]:
@@ -360,14 +330,12 @@ def _cells(source: Source, local: str, info: FieldInfo | None, value: Any) -> tu
     else:
         default = f"`{format_value(value)}`"
     if info is not None:
-        return (
-            ", ".join(filter(None, [f"`{type_name(info.annotation)}`", bounds(info)])),
-            default,
-            info.description or "",
-        )
+        typed = ", ".join(filter(None, [f"`{type_name(info.annotation)}`", bounds(info)]))
+        return typed, default, info.description or ""
     # A plugin's key: typed by the plugin's config class, else by its value.
-    kind = source.plugin_types.get(local, None if value is None or value is ABSENT else type(value))
-    return (f"`{type_name(kind)}`" if kind is not None else "—"), default, source.comments.get(local, "")
+    kind, comment = source.plugin.get(local, (ABSENT, ""))
+    kind = kind if kind is not ABSENT else None if value is None or value is ABSENT else type(value)
+    return (f"`{type_name(kind)}`" if kind is not None else "—"), default, comment
 
 
 def per_owner(cells: Mapping[str, str], sep: str) -> str:
@@ -376,15 +344,10 @@ def per_owner(cells: Mapping[str, str], sep: str) -> str:
     by_value: dict[str, list[str]] = {}
     for owner, cell in cells.items():
         by_value.setdefault(cell, []).append(owner)
-    if len(by_value) <= 1:
-        return next(iter(by_value), "")
-    common = max(by_value, key=lambda cell: len(by_value[cell]))
-    common = common if len(by_value[common]) > 1 else None
-    rest = [f"*{', '.join(owners)}:* {cell}" for cell, owners in by_value.items() if cell != common]
-    return sep.join(([common] if common is not None else []) + rest)
-
-
-# ------------------------------------------------------------------------------------------ groups
+    common = max(by_value, key=lambda cell: len(by_value[cell]), default="")
+    shared = [common] if len(by_value) == 1 or len(by_value.get(common, ())) > 1 else []
+    rest = [f"*{', '.join(owners)}:* {cell}" for cell, owners in by_value.items() if cell not in shared]
+    return sep.join(shared + rest)
 
 
 def option_group(
@@ -408,14 +371,15 @@ def option_group(
         own = (
             lookup(data, section) if isinstance(lookup(data, section), Mapping) else {}
         )  # none: a tool with no file
-        comments, plugin_types = {}, {}
+        plugin: dict[str, tuple[Any, str]] = {}
         if model is None:
             written = yaml_keys(CONF_DIR / group / f"{name}.yaml")
             comments = {k.removeprefix(f"{section}."): c for k, c in written.items() if k.startswith(section)}
-            plugin = OmegaConf.get_type(OmegaConf.select(composed("config", *overrides), section))
-            plugin_types = typing.get_type_hints(plugin) if dataclasses.is_dataclass(plugin) else {}
+            node = OmegaConf.get_type(OmegaConf.select(composed("config", *overrides), section))
+            hints = get_type_hints(node) if dataclasses.is_dataclass(node) else {}
+            plugin = {key: (hints.get(key, ABSENT), comment) for key, comment in comments.items()}
             own = {key: lookup(own, key) for key in comments}
-        sources[name] = Source(model, own, f"{section}.", comments=comments, plugin_types=plugin_types)
+        sources[name] = Source(model, own, f"{section}.", plugin=plugin)
         outside = flatten({k: v for k, v in data.items() if k not in (group, "hydra")})
         notes += [
             text("also sets", option=f"{group}={name}", key=k, value=format_value(v))
@@ -458,20 +422,15 @@ def experiment_group() -> Group:
     base, presets = values("config"), []
     for name in group_options("experiment"):
         data = values("config", f"experiment={name}")
-        chosen = data["hydra"]["runtime"]["choices"].items()
-        picked = {
-            g: o
-            for g, o in chosen
-            if g in GROUPS and g != "experiment" and o != base["hydra"]["runtime"]["choices"][g]
-        }
+        chosen, default = data["hydra"]["runtime"]["choices"], base["hydra"]["runtime"]["choices"]
+        picked = {g: chosen[g] for g in GROUPS if g != "experiment" and chosen.get(g) != default.get(g)}
         sets = {}
         for key, value in flatten({k: v for k, v in data.items() if k != "hydra"}).items():
             top = key.partition(".")[0]
             if lookup(values("config", f"{top}={picked[top]}") if top in picked else base, key) != value:
                 sets[key] = value
-        params = lookup(data, "hydra.sweeper.params")
         about, example = about_file(CONF_DIR / "experiment" / f"{name}.yaml")
-        sweeps = {str(k): str(v) for k, v in params.items()} if isinstance(params, Mapping) else {}
+        sweeps = {str(k): str(v) for k, v in (data["hydra"]["sweeper"].get("params") or {}).items()}
         presets.append(Preset(name, about, example, sweeps, sets | picked))
     return Group(id="experiment", presets=tuple(presets))
 
@@ -499,9 +458,6 @@ def groups() -> tuple[Group, ...]:
     return tuple(build() for build in BUILDERS.values())
 
 
-# ---------------------------------------------------------------------------------------------- page
-
-
 def render(selected: Iterable[str] | None = None, *, page: bool = True) -> str:
     """The reference as Markdown, laid out by the template's `page` block. `page`: the site's page
     (front matter, an id on every group and key); off, plain Markdown that reads cleanly in a
@@ -516,24 +472,8 @@ def render(selected: Iterable[str] | None = None, *, page: bool = True) -> str:
         roles=list(Role),
         prose=prose(),
         text=text,
-        id=lambda anchor, row=False: (
-            "" if not page else f'{{#{anchor} style="white-space: nowrap"}}' if row else f" {{#{anchor}}}"
-        ),
-        meaning=meaning,
     )
     return re.sub(r"\n{3,}", "\n\n", markdown).strip() + "\n"
-
-
-def meaning(group: Group, key: Key) -> str:
-    """The Meaning cell: the key's description, then the options that have it (when not all do) and
-    its role (when the group's keys differ in role)."""
-    cell = escape(key.meaning) or "**no description**"
-    cell += "" if cell.endswith((".", "!", "?", "*")) else "."  # a conf/ comment may lack one
-    if group.owner_label and len(key.owners) < (len(group.options) or 1):
-        cell += f" *{group.owner_label}: {', '.join(key.owners)}.*"
-    if group.roles and len({key.role for key in group.keys}) > 1:
-        cell += " " + (f"Role: `{key.role}`." if key.role else text("no role"))
-    return cell
 
 
 def main(argv: Sequence[str] | None = None) -> int:
