@@ -19,7 +19,7 @@ import types
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin, get_type_hints
 
 import jinja2
 
@@ -46,8 +46,7 @@ GROUP_FIELDS = frozenset({*GROUPS, "paths"})  # an entry point's fields that hav
 TEMPLATE = Path(__file__).with_suffix(".md")  # the page's sentences and layout, by block
 
 
-@dataclasses.dataclass(frozen=True)
-class Key:
+class Key(NamedTuple):
     """One setting as the reference shows it."""
 
     name: str  # as typed on the command line: agent.max_steps, seed, hydra.launcher.n_jobs
@@ -61,8 +60,7 @@ class Key:
     modelled: tuple[str, ...]  # the owners whose settings model has the key (not only conf/)
 
 
-@dataclasses.dataclass(frozen=True)
-class Preset:
+class Preset(NamedTuple):
     """One experiment preset (conf/experiment/<name>.yaml): a sweep, run with -m."""
 
     name: str
@@ -72,8 +70,7 @@ class Preset:
     sets: Mapping[str, Any]
 
 
-@dataclasses.dataclass(frozen=True)
-class Group:
+class Group(NamedTuple):
     """One section of the page: a config group, the run's top-level keys or an entry point's."""
 
     id: str  # its anchor and its block in the template
@@ -86,8 +83,7 @@ class Group:
     presets: tuple[Preset, ...] = ()
 
 
-@dataclasses.dataclass(frozen=True)
-class Source:
+class Source(NamedTuple):
     """What one option of a group contributes to the group's keys."""
 
     model: type[BaseModel] | None  # None: no model of ours reads its keys (a Hydra plugin's)
@@ -95,7 +91,7 @@ class Source:
     prefix: str = ""  # how its keys start on the command line: `agent.`, `tools.conch.`, ``
     skip: frozenset[str] = frozenset()  # model fields that are config groups of their own sections
     # A model-less key's type (from the plugin's config class; ABSENT: unknown) and meaning (its comment).
-    plugin: Mapping[str, tuple[Any, str]] = dataclasses.field(default_factory=dict)
+    plugin: Mapping[str, tuple[Any, str]] = {}
 
 
 @functools.cache
@@ -124,6 +120,19 @@ def composed(config: str, *overrides: str) -> DictConfig:
 def values(config: str, *overrides: str) -> dict[str, Any]:
     """A composition (giant.confdir.compose) as plain data: `${...}` and `???` kept as written."""
     return OmegaConf.to_container(composed(config, *overrides), resolve=False)  # type: ignore[return-value]
+
+
+# Groups whose options set nothing outside their own section (and `hydra.`): the i-th option of each
+# is composed in one go, 7 compositions instead of 23.
+BATCHED = ("agent", "provider", "dataset", "launcher")
+
+
+def option_overrides(group: str, option: str) -> tuple[str, ...]:
+    """The overrides of conf/config.yaml that compose `group=option` (tools: `tools: all` always does)."""
+    if group not in BATCHED or option not in group_options(group):
+        return () if group == "tools" else (f"{group}={option}",)
+    i = group_options(group).index(option)
+    return tuple(f"{other}={group_options(other)[i % len(group_options(other))]}" for other in BATCHED)
 
 
 def about_file(path: Path) -> tuple[str, str]:
@@ -295,24 +304,12 @@ def build_keys(sources: Mapping[str, Source], *, roles: bool, anchor_prefix: str
             kind = type_name(getattr(by_owner[owners[0]], "annotation", str))
             typed = dict.fromkeys(owners, f"`{kind}`, one of " + ", ".join(f"`{owner}`" for owner in owners))
             shown = dict.fromkeys(owners, NAMED)
-        role = role_of(name, table) if table else None
+        role = getattr(role_of(name, table) if table else None, "value", "")
         anchor = name if name.startswith(anchor_prefix) else anchor_prefix + name
         said = per_owner({owner: meaning for owner, meaning in meanings.items() if meaning}, " ")
         modelled = tuple(owner for owner in owners if by_owner[owner] is not None)
-        role_name = role.value if role else ""
-        keys.append(
-            Key(
-                name,
-                anchor,
-                per_owner(typed, "; "),
-                defaults,
-                per_owner(shown, "; "),
-                owners,
-                role_name,
-                said,
-                modelled,
-            )
-        )
+        typed_cell, default_cell = per_owner(typed, "; "), per_owner(shown, "; ")
+        keys.append(Key(name, anchor, typed_cell, defaults, default_cell, owners, role, said, modelled))
     # Stable: the option's name first (agent.mode), then the keys every option has, in conf/'s order.
     return tuple(sorted(keys, key=lambda key: (key.default != NAMED, -len(key.owners))))
 
@@ -363,14 +360,12 @@ def option_group(
     options = found | {name: found.get(name, default) for name in group_options(group)}
     base, sources, notes = values("config"), {}, []
     for name, model in options.items():
-        overrides = () if group == "tools" else (f"{group}={name}",)  # `tools: all`, always
-        section, data = (
-            {"tools": f"tools.{name}", "launcher": "hydra.launcher"}.get(group, group),
-            values("config", *overrides),
-        )
+        overrides = option_overrides(group, name)
+        section = {"tools": f"tools.{name}", "launcher": "hydra.launcher"}.get(group, group)
+        data = values("config", *overrides)
         own = (
             lookup(data, section) if isinstance(lookup(data, section), Mapping) else {}
-        )  # none: a tool with no file
+        )  # a tool without file
         plugin: dict[str, tuple[Any, str]] = {}
         if model is None:
             written = yaml_keys(CONF_DIR / group / f"{name}.yaml")
@@ -380,7 +375,9 @@ def option_group(
             plugin = {key: (hints.get(key, ABSENT), comment) for key, comment in comments.items()}
             own = {key: lookup(own, key) for key in comments}
         sources[name] = Source(model, own, f"{section}.", plugin=plugin)
-        outside = flatten({k: v for k, v in data.items() if k not in (group, "hydra")})
+        outside = (
+            {} if group in BATCHED else flatten({k: v for k, v in data.items() if k not in (group, "hydra")})
+        )
         notes += [
             text("also sets", option=f"{group}={name}", key=k, value=format_value(v))
             for k, v in outside.items()
@@ -427,7 +424,10 @@ def experiment_group() -> Group:
         sets = {}
         for key, value in flatten({k: v for k, v in data.items() if k != "hydra"}).items():
             top = key.partition(".")[0]
-            if lookup(values("config", f"{top}={picked[top]}") if top in picked else base, key) != value:
+            if (
+                lookup(values("config", *option_overrides(top, picked[top])) if top in picked else base, key)
+                != value
+            ):
                 sets[key] = value
         about, example = about_file(CONF_DIR / "experiment" / f"{name}.yaml")
         sweeps = {str(k): str(v) for k, v in (data["hydra"]["sweeper"].get("params") or {}).items()}
@@ -459,9 +459,8 @@ def groups() -> tuple[Group, ...]:
 
 
 def render(selected: Iterable[str] | None = None, *, page: bool = True) -> str:
-    """The reference as Markdown, laid out by the template's `page` block. `page`: the site's page
-    (front matter, an id on every group and key); off, plain Markdown that reads cleanly in a
-    terminal. `selected`: only those sections."""
+    """The reference as Markdown, laid out by the template's `page` block: the site's page (front
+    matter, an id on every group and key), or (`page` off) plain Markdown for a terminal."""
     env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
     env.filters.update(cell=escape, md=functools.partial(escape, cell=False), value=format_value)
     env.filters.update(oneline=lambda block: " ".join(paragraphs(block)), paragraphs=paragraphs)
