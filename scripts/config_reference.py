@@ -363,9 +363,8 @@ def option_group(
         overrides = option_overrides(group, name)
         section = {"tools": f"tools.{name}", "launcher": "hydra.launcher"}.get(group, group)
         data = values("config", *overrides)
-        own = (
-            lookup(data, section) if isinstance(lookup(data, section), Mapping) else {}
-        )  # a tool without file
+        own = lookup(data, section)
+        own = own if isinstance(own, Mapping) else {}  # a tool registered in code, with no file
         plugin: dict[str, tuple[Any, str]] = {}
         if model is None:
             written = yaml_keys(CONF_DIR / group / f"{name}.yaml")
@@ -375,14 +374,13 @@ def option_group(
             plugin = {key: (hints.get(key, ABSENT), comment) for key, comment in comments.items()}
             own = {key: lookup(own, key) for key in comments}
         sources[name] = Source(model, own, f"{section}.", plugin=plugin)
-        outside = (
-            {} if group in BATCHED else flatten({k: v for k, v in data.items() if k not in (group, "hydra")})
-        )
-        notes += [
-            text("also sets", option=f"{group}={name}", key=k, value=format_value(v))
-            for k, v in outside.items()
-            if lookup(base, k) != v
-        ]
+        if group not in BATCHED:  # composed alone: what differs from the default run is this option's
+            outside = flatten({k: v for k, v in data.items() if k not in (group, "hydra")})
+            also = {key: value for key, value in outside.items() if lookup(base, key) != value}
+            notes += [
+                text("also sets", option=f"{group}={name}", key=k, value=format_value(v))
+                for k, v in also.items()
+            ]
     keys = build_keys(sources, roles=roles)
     notes += [
         text("no keys", option=f"{group}={name}")
@@ -424,10 +422,8 @@ def experiment_group() -> Group:
         sets = {}
         for key, value in flatten({k: v for k, v in data.items() if k != "hydra"}).items():
             top = key.partition(".")[0]
-            if (
-                lookup(values("config", *option_overrides(top, picked[top])) if top in picked else base, key)
-                != value
-            ):
+            against = values("config", *option_overrides(top, picked[top])) if top in picked else base
+            if lookup(against, key) != value:
                 sets[key] = value
         about, example = about_file(CONF_DIR / "experiment" / f"{name}.yaml")
         sweeps = {str(k): str(v) for k, v in (data["hydra"]["sweeper"].get("params") or {}).items()}
