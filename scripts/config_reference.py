@@ -4,8 +4,8 @@ A key's type, bounds, role (giant.roles) and meaning (`Field(description=...)`) 
 settings model, its default from conf/ as the CLI composes it (giant.confdir.compose), the options from
 giant.registry; a Hydra launcher's keys, which no model of ours reads, from the plugin's config class and
 their comments in conf/launcher/. The sentences and the layout are the Markdown template beside this
-file. Docs tooling: scripts/docs_hooks.py adds the page to every MkDocs build (it is never a file in
-docs/); `python scripts/config_reference.py [SECTION ...]` prints it. tests/docs/ checks it.
+file. Docs tooling: scripts/docs_hooks.py puts the page in every MkDocs build (docs/ holds a placeholder
+for readers of the repository); `python scripts/config_reference.py [SECTION ...]` prints it.
 """
 
 from __future__ import annotations

@@ -432,20 +432,27 @@ def hook_config() -> tuple[MkDocsConfig, Any]:
     return config, hooks[0]
 
 
-def test_the_hook_adds_the_generated_page() -> None:
-    config, _ = hook_config()
-    files = config.plugins.on_files(Files([]), config=config)  # as a build calls it
-    page = files.get_file_from_path(PAGE)
-    assert page is not None and page.generated_by is not None
-    assert page.content_string == ref.render()
-    assert not (PROJECT_ROOT / "docs" / PAGE).exists(), (
-        "the reference is generated: it is never a file in docs/"
+def test_the_hook_puts_the_generated_page_in_the_placeholders_place(caplog: pytest.LogCaptureFixture) -> None:
+    """docs/ holds a placeholder (a reader of the repository is told where the page comes from); a
+    build replaces it with the generated page, quietly."""
+    config, hook = hook_config()
+    placeholder = PROJECT_ROOT / "docs" / PAGE
+    assert placeholder.read_text().startswith(hook.PLACEHOLDER)
+    committed = File(
+        PAGE, src_dir=str(placeholder.parents[1]), dest_dir=config.site_dir, use_directory_urls=False
     )
+    with caplog.at_level(logging.WARNING):
+        files = config.plugins.on_files(Files([committed]), config=config)  # as a build calls it
+    [page] = [f for f in files if f.src_uri == PAGE]
+    assert page.generated_by is not None and page.content_string == ref.render()
+    assert caplog.text == ""
 
 
-def test_the_hook_replaces_a_stale_copy(caplog: pytest.LogCaptureFixture) -> None:
+def test_the_hook_replaces_a_stale_copy(caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
     config, _ = hook_config()
-    stale = File(PAGE, src_dir=str(PROJECT_ROOT / "docs"), dest_dir=config.site_dir, use_directory_urls=False)
+    (tmp_path / PAGE).parent.mkdir(parents=True)
+    (tmp_path / PAGE).write_text("# Configuration reference\n\n| `agent.max_steps` | `int` | `20` |\n")
+    stale = File(PAGE, src_dir=str(tmp_path), dest_dir=config.site_dir, use_directory_urls=False)
     with caplog.at_level(logging.WARNING):
         files = config.plugins.on_files(Files([stale]), config=config)
     assert [f.content_string for f in files if f.src_uri == PAGE] == [ref.render()]
