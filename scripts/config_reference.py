@@ -231,8 +231,15 @@ def choices(annotation: Any) -> list[str]:
 
 
 # A field's constraints as the Type cell writes them, in this order.
-_BOUNDS = {"gt": "> {}", "ge": "≥ {}", "lt": "< {}", "le": "≤ {}", "min_length": "length ≥ {}"}
-_BOUNDS |= {"max_length": "length ≤ {}", "pattern": "matches `{}`"}
+_BOUNDS = {
+    "gt": "> {}",
+    "ge": "≥ {}",
+    "lt": "< {}",
+    "le": "≤ {}",
+    "min_length": "length ≥ {}",
+    "max_length": "length ≤ {}",
+    "pattern": "matches `{}`",
+}
 
 
 def bounds(info: FieldInfo) -> str:
@@ -321,7 +328,7 @@ def _cells(source: Source, local: str, info: FieldInfo | None, value: Any) -> tu
         default = text("required", value=MISSING)
     elif value is ABSENT:
         has = info is not None and not info.is_required()
-        default = text("model default", value=format_value(info.default)) if has else "—"  # type: ignore[union-attr]
+        default = text("model default", value=format_value(getattr(info, "default", None))) if has else "—"
     elif value is None and info is not None and info.is_required() and not takes_null(info.annotation):
         default = text("required in conf", value="null")
     else:
