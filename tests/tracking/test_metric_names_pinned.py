@@ -12,6 +12,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from giant.data.defects import Defect
+from giant.record.logged import read_logged
 from giant.record.summary import Bootstrap, Magnification, NavigationSummary, Provenance, Summary, Totals
 from giant.tracking.mlflow_logger import JobRun
 from tests.cli.test_run_eval import Env
@@ -325,3 +326,26 @@ def test_a_demo_job_through_the_cli_logs_the_pinned_names(tmp_path: Path) -> Non
     run_id = proc.stdout.strip().rsplit("MLflow run ", 1)[1].split()[0]
     names = set(cli.client().get_run(run_id).data.metrics)
     assert names == DEMO_NAMES
+
+
+def _at(record: object, path: str) -> object:
+    for attr in path.split("."):
+        record = getattr(record, attr)
+    return record
+
+
+def test_the_reader_gives_back_each_field_the_writer_logged(mlflow_store: tuple[str, str]) -> None:
+    """What the tables read (read_logged over the stored run) is the summary's own values, by path."""
+    summary = full_summary()
+    metrics, _ = _logged(mlflow_store, summary)
+    logged = read_logged(Summary, metrics)
+    nav = {path: value for path, value in logged.items() if path.startswith("navigation.")}
+    counts = {path: value for path, value in logged.items() if path.startswith(("counts_by", "setup_causes"))}
+    plain = {path: value for path, value in logged.items() if path not in nav | counts and path != "per_run"}
+    assert plain == pytest.approx({path: _at(summary, path) for path in plain})
+    assert {"metric.mean", "per_run_bootstrap.ci_high", "totals.calls_paid", "cost_per_item"} <= plain.keys()
+    statuses = {"counts_by_status.answered": 30, "counts_by_status.slide_missing": 3}
+    assert counts == statuses | {"counts_by_status.timeout": 7, "setup_causes.slide_missing": 3}
+    assert logged["per_run"] == 0.42  # a by-step list: its last step
+    assert nav["navigation.hit_rate_ci_low"] == pytest.approx(0.813) and nav["navigation.coverage"] == 0.22
+    assert len(logged) == len(metrics)  # every metric is some field's
