@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-# Metrics of a job run: its summary.json under these names, each named on its field (giant.record.summary;
-# values copied, never recomputed). Scores are fractions in [0, 1].
+# Values copied from summary.json, never recomputed; scores are fractions in [0, 1].
 MAIN_METRIC: Final = "metric"  # the task's metric (METRIC_NAME_TAG): voted when k > 1, failures wrong
 BOOT_MEAN_METRIC: Final = "metric_boot_mean"  # its bootstrap over items: the tables' cell
 BOOT_STD_METRIC: Final = "metric_boot_std"

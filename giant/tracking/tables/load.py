@@ -54,17 +54,12 @@ def _count(value: float | None) -> int | None:
 
 
 def _tiers(logged: dict[str, float]) -> TierSpend | None:
-    """Calls and dollars per billing tier; None for a run logged before these metrics existed."""
+    """Calls and dollars per billing tier (TierSpend's fields are the summary's totals of the same
+    names); None for a run logged before these metrics existed."""
     if "totals.calls_paid" not in logged:
         return None
-    return TierSpend(
-        calls_paid=round(logged["totals.calls_paid"]),
-        calls_flex=round(logged.get("totals.calls_flex", 0)),
-        calls_batch=round(logged.get("totals.calls_batch", 0)),
-        cost_usd=logged.get("totals.cost_usd"),
-        cost_flex_usd=logged.get("totals.cost_flex_usd", 0.0),
-        cost_batch_usd=logged.get("totals.cost_batch_usd", 0.0),
-    )
+    fields = {name: logged[f"totals.{name}"] for name in TierSpend.model_fields if f"totals.{name}" in logged}
+    return TierSpend.model_validate(fields)
 
 
 def _records(run: Run) -> list[RunRecord]:
