@@ -155,16 +155,14 @@ class Summary(BaseModel):
     # (giant.eval.causes). Such a run measured nothing worth a table cell; its metric is not logged.
     setup_failure: str = ""
     stop_cause: str | None = None  # the cause that halted it (a giant.core.SetupCause)
-    n_slides_missing: Annotated[int, MlflowName(n.N_SLIDES_MISSING_METRIC)] = (
-        0  # item-runs whose slide was not found (counted as failures)
-    )
+    # item-runs whose slide was not found (counted as failures)
+    n_slides_missing: Annotated[int, MlflowName(n.N_SLIDES_MISSING_METRIC)] = 0
     # item-runs failed outside the model, by cause
     setup_causes: Annotated[dict[str, int], MlflowName(prefix=n.SETUP_METRIC_PREFIX)] = Field(
         default_factory=dict
     )
-    n_items: Annotated[
-        int, MlflowName(n.N_ITEMS_METRIC)
-    ]  # items scored (failures count as incorrect; skipped items excluded)
+    # items scored (failures count as incorrect; skipped items excluded)
+    n_items: Annotated[int, MlflowName(n.N_ITEMS_METRIC)]
     n_scored: Annotated[int, MlflowName(n.N_SCORED_METRIC)]  # items with a parseable answer
     n_skipped: Annotated[int, MlflowName(n.N_SKIPPED_METRIC)] = 0  # missing slides with skip_missing=true
     runs_per_item: int = 1
