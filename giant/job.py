@@ -22,6 +22,7 @@ from giant.core import Item
 from giant.data.defects import Defect
 from giant.errors import EXIT_INCOMPLETE, EXIT_SETUP, ConfigError, RunStopped
 from giant.record import TRAJECTORIES_DIR, JobLayout, write_resolved_config
+from giant.record.layout import CONFIG_ARTIFACTS
 from giant.record.summary import Summary
 from giant.tracking.names import OUTPUT_DIR_TAG, OVERRIDES_TAG
 
@@ -39,7 +40,6 @@ if TYPE_CHECKING:  # imported where used: a dry run never loads MLflow
 log = logging.getLogger(__name__)
 
 RESUME_DIR = "resume"  # under paths.cache_dir: run key -> output directory and MLflow run id
-CONFIG_ARTIFACTS = "config"  # MLflow artifact folder of resolved_config.json and Hydra's files
 
 
 class JobData:

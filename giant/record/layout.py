@@ -34,6 +34,7 @@ TRAJECTORIES_DIR = "trajectories"
 TRAJECTORY_FILE = "trajectory.json"
 TRAJECTORY_PAGE = "trajectory.html"
 REQUESTS_FILE = "requests.jsonl"
+CONFIG_ARTIFACTS = "config"  # the MLflow run's artifact folder of resolved_config.json and Hydra's files
 # in a sweep's folder (Hydra's multirun dir, above the job folders): how its jobs find their parent run
 SWEEP_FILE = "mlflow_sweep.json"
 
