@@ -4,7 +4,11 @@ reach into hydra._internal; giant/ and scripts/ do not, tests/test_hydra_interna
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hydra import compose
@@ -17,6 +21,7 @@ from omegaconf import DictConfig, open_dict
 from giant.cli.sweep import expand, plugin_name, sweep_jobs
 from giant.confdir import group_options
 
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "run_eval.py"
 SWEEPS = [
     [],  # no override: one job
     ["limit=2"],
@@ -89,3 +94,25 @@ def test_another_sweeper_has_no_job_list(hydra_init: None) -> None:
         cfg.hydra.sweeper._target_ = "hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper"
     assert plugin_name(cfg.hydra.sweeper) == "OptunaSweeper"
     assert sweep_jobs(cfg) == []
+
+
+def test_a_glob_sweep_is_checked_as_a_whole_before_it_starts(tmp_path: Path) -> None:
+    """Through the CLI: the sweep's callbacks list a glob sweep's jobs too (they once failed on it, and
+    Hydra only warns when a callback raises, so the sweep went on unchecked and without its parent run)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
+    env.update(GIANT_CACHE_DIR=str(tmp_path / "cache"))
+    missing = tmp_path / "no_slides"
+    arguments = ["-m", "agent=glob(pap*)", "agent.max_steps=1,2", "dataset=tcga", f"paths.wsi_root={missing}"]
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), *arguments, f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"run_eval: paths.wsi_root={missing}: folder not found")
+    assert line.endswith("(every one of the 2 sweep jobs)")  # agent=paper at T=1 and T=2
+    assert not (tmp_path / "sweep").exists()
