@@ -300,7 +300,7 @@ def check_data(settings: RunSettings) -> tuple[JobData, dict[str, Located]]:
     """The job's data as a run checks it before any MLflow run or provider call: the dataset loaded
     (its CSV read and its rows validated by the dataset's own loader, load_data) and every item's slide
     looked up (check_slides). A sweep runs the same check for each of its jobs before it starts
-    (giant.sweep_check); a ConfigError names the problem on one line."""
+    (giant.cli.sweep_check); a ConfigError names the problem on one line."""
     data = load_data(settings)
     return data, check_slides(data, settings)
 
