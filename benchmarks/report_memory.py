@@ -10,6 +10,8 @@ of the job's time of the viewer pages and the report. Navigation metrics are on,
 every slide (half QuPath GeoJSON files, half pyramidal label masks, built once beside the slides; off
 with --no-annotations), and the time the navigation and evidence code took (summed over the episodes'
 threads, so an upper bound of what it added) is printed as a share of the job. Asserts nothing.
+benchmarks/navigation_overhead.py runs the same job with the navigation code off ($REPORT_MEMORY_NAVIGATION)
+against on, for the time it adds.
 
 The stages are timed from outside the code under test: the job runs in this file's `--job` mode, which
 wraps giant.job's stage functions with timers before handing over to run_eval.py, so the same numbers
