@@ -21,7 +21,7 @@ from giant.config import RunSettings
 from giant.core import Item
 from giant.data.defects import Defect
 from giant.errors import EXIT_INCOMPLETE, EXIT_SETUP, ConfigError, RunStopped
-from giant.record import TRAJECTORIES_DIR, JobLayout, write_resolved_config
+from giant.record import OVERVIEWS_DIR, TRAJECTORIES_DIR, JobLayout, write_resolved_config
 from giant.record.layout import CONFIG_ARTIFACTS
 from giant.record.summary import Summary
 from giant.tracking.names import OUTPUT_DIR_TAG, OVERRIDES_TAG
@@ -425,10 +425,12 @@ def write_outputs(
         files[defects.name] = defects
     resolved = write_resolved_config(layout.out_dir, settings.record())
     files[f"{CONFIG_ARTIFACTS}/{resolved.name}"] = resolved
-    write_job_pages(layout.out_dir, mlflow_run_id=run_id, outlines=_outlines(annotations))
-    report = _write_run_report(layout)
+    outlines = _outlines(annotations)  # each slide's annotations read once (giant.eval.annotations)
+    write_job_pages(layout.out_dir, mlflow_run_id=run_id, outlines=outlines)
+    report = _write_run_report(layout, outlines, run_id)
     if report is not None:
         files[report.name] = report
+        files.update({f"{OVERVIEWS_DIR}/{page.name}": page for page in layout.overviews.glob("*.html")})
     return files
 
 
@@ -462,12 +464,17 @@ def finish_tracking(
     job.finish("FAILED" if summary.setup_failure else "FINISHED")  # a halted run is never FINISHED
 
 
-def _write_run_report(layout: JobLayout) -> Path | None:
-    """report.html at the top of the job folder (giant.report), after the pages it links to."""
+def _write_run_report(
+    layout: JobLayout,
+    outlines: Callable[[Trajectory], Outlines] | None = None,
+    run_id: str | None = None,
+) -> Path | None:
+    """report.html at the top of the job folder (giant.report), after the pages it links to, with the
+    overviews of slides several runs looked at (`outlines` under their boxes)."""
     from giant.report import write_report
 
     try:
-        return write_report(layout.out_dir)
+        return write_report(layout.out_dir, outlines, run_id)
     except Exception as exc:  # like the viewer pages: a report is never worth losing a run over
         log.warning("report: no %s for %s (%s)", layout.report.name, layout.out_dir, exc)
         return None
