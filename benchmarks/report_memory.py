@@ -10,6 +10,8 @@ of the job's time of the viewer pages and the report. Navigation metrics are on,
 every slide (half QuPath GeoJSON files, half pyramidal label masks, built once beside the slides; off
 with --no-annotations), and the time the navigation and evidence code took (summed over the episodes'
 threads, so an upper bound of what it added) is printed as a share of the job. Asserts nothing.
+benchmarks/navigation_overhead.py runs the same job with the navigation code off ($REPORT_MEMORY_NAVIGATION)
+against on, for the time it adds.
 
 The stages are timed from outside the code under test: the job runs in this file's `--job` mode, which
 wraps giant.job's stage functions with timers before handing over to run_eval.py, so the same numbers
@@ -53,6 +55,8 @@ NAVIGATION = (
     ("giant.eval.summarize", "summarize_navigation"),
 )
 TIMES_ENV = "REPORT_MEMORY_TIMES"  # where the --job mode writes its timings
+# "off": the --job mode replaces the navigation code with no-ops (benchmarks/navigation_overhead.py)
+NAVIGATION_ENV = "REPORT_MEMORY_NAVIGATION"
 
 
 HEADER = "{:>6} {:>8} {:>10} {:>7} {:>7} {:>6} {:>7} {:>6} {:>7} {:>6} {:>9}".format(
@@ -68,6 +72,8 @@ class Measured(NamedTuple):
     stages_s: dict[str, float]
     navigation_s: float  # the navigation code's time, summed over threads
     hit_rate: float | None  # summary.json's, as a check that the evidence was measured
+    cpu_s: float = 0.0  # the job process's user + system CPU time: other load on the machine barely moves it
+    navigation_cpu_s: float = 0.0  # the navigation code's CPU time, summed over threads
 
     def line(self) -> str:
         viewer, report = (self.stages_s[name] for name in STAGES)
@@ -153,9 +159,16 @@ def build_annotations(folder: Path, items: int, width: int, height: int) -> Path
 
 
 def run_job(
-    checkout: Path, csv_path: Path, wsi_root: Path, items: int, work: Path, annotations: Path | None
+    checkout: Path,
+    csv_path: Path,
+    wsi_root: Path,
+    items: int,
+    work: Path,
+    annotations: Path | None,
+    navigation: bool = True,
 ) -> Measured:
-    """One job from `checkout` in a fresh process, its own cache folder and MLflow store."""
+    """One job from `checkout` in a fresh process, its own cache folder and MLflow store; without
+    `navigation` the job runs with the navigation code replaced by no-ops (the time it adds)."""
     out, times = work / "job", work / "times.json"
     env = {
         **os.environ,
@@ -163,6 +176,7 @@ def run_job(
         "GIANT_CACHE_DIR": str(work / "cache"),
         "PYTHONPATH": str(checkout),  # the checkout's own giant package, not the installed one
         TIMES_ENV: str(times),
+        NAVIGATION_ENV: "on" if navigation else "off",
     }
     command = [
         sys.executable,
@@ -198,6 +212,8 @@ def run_job(
         stages_s={name: record[name] for name in STAGES},
         navigation_s=record.get("navigation", 0.0),
         hit_rate=_hit_rate(out),
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        navigation_cpu_s=record.get("navigation_cpu", 0.0),
     )
 
 
@@ -231,24 +247,31 @@ def job_mode(script: str, overrides: list[str]) -> None:
 
     def counted(function: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.thread_time()
             try:
                 return function(*args, **kwargs)
             finally:
                 with lock:
                     record["navigation"] = record.get("navigation", 0.0) + time.perf_counter() - started
+                    record["navigation_cpu"] = record.get("navigation_cpu", 0.0) + time.thread_time() - cpu
 
         return wrapper
 
+    off = os.environ.get(NAVIGATION_ENV) == "off"
     for module, name in NAVIGATION:  # a checkout without them (--base) has nothing to time
         loaded = importlib.import_module(module)
         if hasattr(loaded, name):
-            setattr(loaded, name, counted(getattr(loaded, name)))
+            setattr(loaded, name, counted(_nothing if off else getattr(loaded, name)))
     sys.argv = [script, *overrides]
     try:
         runpy.run_path(script, run_name="__main__")
     finally:
         Path(os.environ[TIMES_ENV]).write_text(json.dumps(record), encoding="utf-8")
+
+
+def _nothing(*args: Any, **kwargs: Any) -> None:
+    """The navigation code switched off: no record, no evidence, no aggregate."""
+    return None
 
 
 def main() -> None:

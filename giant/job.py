@@ -21,7 +21,8 @@ from giant.config import RunSettings
 from giant.core import Item
 from giant.data.defects import Defect
 from giant.errors import EXIT_INCOMPLETE, EXIT_SETUP, ConfigError, RunStopped
-from giant.record import TRAJECTORIES_DIR, JobLayout, write_resolved_config
+from giant.record import OVERVIEWS_DIR, TRAJECTORIES_DIR, JobLayout, write_resolved_config
+from giant.record.layout import CONFIG_ARTIFACTS
 from giant.record.summary import Summary
 from giant.tracking.names import OUTPUT_DIR_TAG, OVERRIDES_TAG
 
@@ -39,7 +40,6 @@ if TYPE_CHECKING:  # imported where used: a dry run never loads MLflow
 log = logging.getLogger(__name__)
 
 RESUME_DIR = "resume"  # under paths.cache_dir: run key -> output directory and MLflow run id
-CONFIG_ARTIFACTS = "config"  # MLflow artifact folder of resolved_config.json and Hydra's files
 
 
 class JobData:
@@ -304,7 +304,7 @@ def check_data(settings: RunSettings) -> tuple[JobData, dict[str, Located]]:
     """The job's data as a run checks it before any MLflow run or provider call: the dataset loaded
     (its CSV read and its rows validated by the dataset's own loader, load_data) and every item's slide
     looked up (check_slides). A sweep runs the same check for each of its jobs before it starts
-    (giant.sweep_check); a ConfigError names the problem on one line."""
+    (giant.cli.sweep_check); a ConfigError names the problem on one line."""
     data = load_data(settings)
     return data, check_slides(data, settings)
 
@@ -429,10 +429,12 @@ def write_outputs(
         files[defects.name] = defects
     resolved = write_resolved_config(layout.out_dir, settings.record())
     files[f"{CONFIG_ARTIFACTS}/{resolved.name}"] = resolved
-    write_job_pages(layout.out_dir, mlflow_run_id=run_id, outlines=_outlines(annotations))
-    report = _write_run_report(layout)
+    outlines = _outlines(annotations)  # each slide's annotations read once (giant.eval.annotations)
+    write_job_pages(layout.out_dir, mlflow_run_id=run_id, outlines=outlines)
+    report = _write_run_report(layout, outlines, run_id)
     if report is not None:
         files[report.name] = report
+        files.update({f"{OVERVIEWS_DIR}/{page.name}": page for page in layout.overviews.glob("*.html")})
     return files
 
 
@@ -466,12 +468,17 @@ def finish_tracking(
     job.finish("FAILED" if summary.setup_failure else "FINISHED")  # a halted run is never FINISHED
 
 
-def _write_run_report(layout: JobLayout) -> Path | None:
-    """report.html at the top of the job folder (giant.report), after the pages it links to."""
+def _write_run_report(
+    layout: JobLayout,
+    outlines: Callable[[Trajectory], Outlines] | None = None,
+    run_id: str | None = None,
+) -> Path | None:
+    """report.html at the top of the job folder (giant.report), after the pages it links to, with the
+    overviews of slides several runs looked at (`outlines` under their boxes)."""
     from giant.report import write_report
 
     try:
-        return write_report(layout.out_dir)
+        return write_report(layout.out_dir, outlines, run_id)
     except Exception as exc:  # like the viewer pages: a report is never worth losing a run over
         log.warning("report: no %s for %s (%s)", layout.report.name, layout.out_dir, exc)
         return None

@@ -8,14 +8,10 @@ scripts/rescore.py only hands the composed config here.
 
 from __future__ import annotations
 
-import re
-import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from hydra.core.hydra_config import HydraConfig
-from mlflow.exceptions import MlflowException
 from omegaconf import DictConfig, OmegaConf
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -36,20 +32,14 @@ from giant.errors import ConfigError
 from giant.eval.annotations import Annotations
 from giant.eval.navigation import renavigate
 from giant.eval.rescore_records import changed_record, rescore_records, rescore_summary
-from giant.job import CONFIG_ARTIFACTS, JobData, finish_tracking, load_data, write_outputs
+from giant.job import JobData, finish_tracking, load_data, write_outputs
 from giant.llm.config import ProviderConfig, settings_class
-from giant.record import (
-    JobLayout,
-    ResultRecord,
-    read_resolved_config,
-    read_results,
-    read_summary,
-    write_results,
-    write_summary,
-)
+from giant.record import JobLayout, write_results, write_summary
+from giant.record.read import FIX, JobRecord, read_job
 from giant.record.summary import Summary
 from giant.roles import Role
 from giant.tools.settings import ToolSettings
+from giant.tracking.job_runs import MlflowRuns
 from giant.tracking.names import (
     CONFIG_HASH_TAG,
     FAILURE_TAG,
@@ -61,11 +51,8 @@ from giant.tracking.names import (
     SOURCE_START_TAG,
     STATUS_TAG,
     SWEEP_ID_TAG,
-    tag_filter,
 )
 
-RUN_ID = re.compile(r"[0-9a-f]{32}")
-FIX = "pass source=<a job folder holding results.jsonl> or source=<an MLflow run id>"
 # Tags of the source run that describe that run, not its configuration: not copied to the re-score.
 RUN_ONLY_TAGS = frozenset(
     {STATUS_TAG, OUTPUT_DIR_TAG, OVERRIDES_TAG, INTERRUPTION_TAG, FAILURE_TAG, CONFIG_HASH_TAG}
@@ -114,23 +101,10 @@ class RescoreSettings(BaseModel):
             raise ConfigError(one_line(exc)) from None
 
 
-@dataclass
-class Source:
-    """What a re-score reads of a finished job."""
-
-    where: str  # the folder or run id as given
-    records: list[ResultRecord]
-    summary: Summary
-    config: dict[str, Any]  # resolved_config.json
-    run_id: str | None = None  # its MLflow run, when it has one
-    tags: dict[str, str] = field(default_factory=dict)
-    start_time: int | None = None  # when the source's configuration first ran (ms)
-
-
 def rescore_job(cfg: DictConfig) -> float:
     """Re-score in Hydra's run directory; returns the new main metric."""
     options = RescoreSettings.from_config(cfg)
-    source = load_source(options.source, options.tracking)
+    source = read_job(options.source, MlflowRuns(options.tracking) if options.tracking.enabled else None)
     changes = {key: _plain(getattr(options, key)) for key in record_keys(Role.SCORING)}
     record = changed_record(_filled(source.config), changes)
     record["tracking"] = options.tracking.model_dump(mode="json")
@@ -140,9 +114,8 @@ def rescore_job(cfg: DictConfig) -> float:
     data = _items(settings, source)
     run = settings.run
     records = rescore_records(source.records, data.items, run.scoring)
-    folder = Path(source.where).expanduser()
-    if folder.is_dir():  # where the trajectories are: navigation and evidence measured again
-        records = renavigate(records, folder, Annotations.of(data.annotations), run.navigation)
+    if source.folder is not None:  # where the trajectories are: navigation and evidence measured again
+        records = renavigate(records, source.folder, Annotations.of(data.annotations), run.navigation)
     summary = rescore_summary(
         records,
         data.items,
@@ -212,86 +185,7 @@ def settings_of(record: dict[str, Any]) -> RunSettings:
         raise ConfigError(one_line(exc)) from None
 
 
-def load_source(where: str, tracking: TrackingSettings) -> Source:
-    folder = Path(where).expanduser()
-    if folder.is_dir():
-        source = _read_folder(where, folder)
-        if tracking.enabled:
-            _attach_run(source, folder, tracking)
-        return source
-    if RUN_ID.fullmatch(where):
-        return _download_run(where, tracking)
-    raise ConfigError(f"source={where}: no such job folder, and not an MLflow run id; {FIX}")
-
-
-def _read_folder(where: str, folder: Path) -> Source:
-    layout = JobLayout(folder)
-    files = (layout.results, layout.summary, layout.resolved_config)
-    missing = [path.name for path in files if not path.is_file()]
-    if missing:
-        raise ConfigError(f"source={where}: {', '.join(missing)} missing, not a finished job folder; {FIX}")
-    try:
-        summary = read_summary(folder)
-        config = read_resolved_config(folder)
-    except (ValueError, ValidationError) as exc:
-        raise ConfigError(
-            f"source={where}: unreadable job record ({str(exc).splitlines()[0]}); {FIX}"
-        ) from None
-    return Source(where, read_results(layout.results), summary, config)
-
-
-def _attach_run(source: Source, folder: Path, tracking: TrackingSettings) -> None:
-    """The MLflow run that logged the folder (tag output_dir), so the re-score can point at it."""
-    from giant.tracking.mlflow_logger import open_experiment
-
-    client, experiment_id = open_experiment(tracking)
-    runs = client.search_runs(
-        [experiment_id],
-        tag_filter(OUTPUT_DIR_TAG, str(folder.resolve())),
-        order_by=["attributes.start_time DESC"],
-        max_results=1,
-    )
-    if runs:
-        _take_run(source, runs[0])
-
-
-def _take_run(source: Source, run: Any) -> None:
-    source.run_id = run.info.run_id
-    source.tags = dict(run.data.tags)
-    source.start_time = int(source.tags.get(SOURCE_START_TAG) or run.info.start_time or 0)
-
-
-def _download_run(run_id: str, tracking: TrackingSettings) -> Source:
-    from giant.tracking.mlflow_logger import open_experiment
-
-    if not tracking.enabled:
-        raise ConfigError(f"source={run_id}: an MLflow run id needs tracking.enabled=true to read the run")
-    client, _ = open_experiment(tracking)
-    try:
-        run = client.get_run(run_id)
-    except MlflowException:
-        raise ConfigError(f"source={run_id}: no such MLflow run at {tracking.uri}; {FIX}") from None
-    with tempfile.TemporaryDirectory(prefix="giant-rescore-") as tmp:
-        layout = JobLayout(Path(tmp))
-        wanted = {
-            layout.results.name: layout.results,
-            layout.summary.name: layout.summary,
-            f"{CONFIG_ARTIFACTS}/{layout.resolved_config.name}": layout.resolved_config,
-        }
-        for name, target in wanted.items():
-            try:  # each into a folder of its own: MLflow keeps or drops the artifact's folder by store
-                local = client.download_artifacts(run_id, name, tempfile.mkdtemp(dir=tmp))
-            except (MlflowException, OSError):
-                raise ConfigError(
-                    f"source={run_id}: the run has no {name} artifact (it did not finish); {FIX}"
-                ) from None
-            Path(local).replace(target)
-        source = _read_folder(run_id, Path(tmp))
-    _take_run(source, run)
-    return source
-
-
-def _items(settings: RunSettings, source: Source) -> JobData:
+def _items(settings: RunSettings, source: JobRecord) -> JobData:
     """The source's items, loaded as it loaded them; refused when the data changed since."""
     try:
         data = load_data(settings)
@@ -308,7 +202,7 @@ def _items(settings: RunSettings, source: Source) -> JobData:
 
 def _track(
     settings: RunSettings,
-    source: Source,
+    source: JobRecord,
     data: JobData,
     summary: Summary,
     layout: JobLayout,
@@ -328,9 +222,9 @@ def _track(
             digests=data.digests,
         )
     )
-    tags[RESCORE_TAG] = source.run_id or str(Path(source.where).resolve())
-    if source.start_time:
-        tags[SOURCE_START_TAG] = str(source.start_time)
+    tags[RESCORE_TAG] = source.run.run_id if source.run else str(Path(source.where).resolve())
+    if source.run and source.run.start_time:
+        tags[SOURCE_START_TAG] = str(source.run.start_time)
     tags[OUTPUT_DIR_TAG] = str(layout.out_dir)
     tags[OVERRIDES_TAG] = " ".join(HydraConfig.get().overrides.task)[:5000]
     if not settings.tracking.run_name:

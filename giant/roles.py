@@ -94,6 +94,20 @@ def roles(model: type[BaseModel] | BaseModel, prefix: str = "") -> dict[str, Rol
     return out
 
 
+def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A record as the dotted keys roles are declared under: {"agent": {"max_steps": 20}} ->
+    {"agent.max_steps": 20}; lists stay one leaf, an empty section is a leaf too. The one flattening of
+    a record, for MLflow's params (giant.tracking.params) and a comparison's settings alike."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
 def role_of(key: str, table: Mapping[str, Role]) -> Role | None:
     """A dotted key's role: its own, or that of the section holding it; None: no such setting."""
     while key:

@@ -1,6 +1,6 @@
 """Keeping secrets out of MLflow and the job record: keys only ever come from the environment, so
 anything that looks like a secret variable's value is redacted wherever it would be logged (params,
-tags, artifacts, a job's outcome line). Core: tracking and giant.outcomes both build on it."""
+tags, artifacts, a job's outcome line). Core: tracking and giant.cli.outcomes both build on it."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,21 @@ def openslide_fixtures(shared_dir: Path) -> Path:
 @pytest.fixture(scope="session")
 def multipathqa_csv(shared_dir: Path) -> Path:
     return shared_dir / "data" / "multipathqa" / "MultiPathQA.csv"
+
+
+@pytest.fixture
+def hydra_init() -> Iterator[None]:
+    """conf/ as a running Hydra app holds it, for `hydra.compose("config", overrides=[...])` in a test
+    (giant.confdir.compose composes without one). What conf/ needs besides its files is registered
+    first (giant.confdir.prepare), so no test depends on another having imported giant.config. One
+    test at a time: a test that initializes Hydra itself (check_override_keys does) can follow."""
+    from hydra import initialize_config_dir
+
+    from giant.confdir import CONF_DIR, prepare
+
+    prepare()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        yield
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -34,7 +34,7 @@ def test_the_graph_is_giants_own() -> None:
     deps = module_graph()
     assert len(deps) > 100 and "giant.eval.runner" in deps
     assert {"giant.retry", "giant.llm.types"} <= deps["giant.llm.retry"]  # from-import of a name: its module
-    assert "giant.atomic" in deps["giant.outcomes"]  # imported inside a method
+    assert "giant.atomic" in deps["giant.cli.outcomes"]  # imported inside a method
     assert "giant.agent.episode_state" in deps["giant.agent.modes.base"]  # under `if TYPE_CHECKING:` only
     units = unit_graph()
     assert "giant.llm" in units["giant.eval"] and "giant.eval" not in units["giant.llm"]

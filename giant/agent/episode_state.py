@@ -26,6 +26,7 @@ from giant.llm.types import (
     ModelTurn,
     Provider,
     ProviderError,
+    SentRequests,
     TokenCounts,
     Usage,
 )
@@ -109,6 +110,7 @@ class EpisodeState(Generic[C]):
         self.crops = 0  # regions shown besides the overview
         self._next_index = 1
         self._pending: dict[int, int] = {}  # call index -> attempt, for calls cut by the timeout
+        self._sent = SentRequests()  # a retry of an identical request is a new sample, not a replay
         # The slide's tissue mask for crop fractions: built once per slide (shared with the slide's
         # other episodes), fetched on the first crop (None: not yet; False: the slide could not give one).
         self._tissue: CropTissue | bool | None = None
@@ -165,6 +167,7 @@ class EpisodeState(Generic[C]):
             allow_crop=allow_crop,
             extra_actions=extra_actions if allow_crop else (),
             record_path=self.record_path,
+            sent=self._sent,
         )
         started = time.monotonic()
         try:

@@ -1,7 +1,7 @@
 """The runs a comparison reads: a job folder, an MLflow run id, or the job runs of a sweep.
 
-Reading reuses the re-score's loader (giant.rescore_job.load_source), so a folder and a run id give the
-same record. Each run becomes one paired unit per item: the label the job itself scored, i.e. the
+Reading is the job record's (giant.record.read.read_job), as a re-score's is, so a folder and a run id
+give the same record. Each run becomes one paired unit per item: the label the job itself scored, i.e. the
 majority vote of its runs with the job's recorded tie rule when runs_per_item > 1 (a single run's
 label otherwise). The comparison therefore compares exactly the metric each job reported.
 """
@@ -19,9 +19,11 @@ from pydantic import BaseModel, ConfigDict
 from giant.agent.modes import find_mode
 from giant.config import TrackingSettings, compared_settings
 from giant.errors import ConfigError
-from giant.eval.voting import majority_vote
+from giant.eval.voting import item_label
 from giant.record import REQUESTS_FILE, SKIPPED, TRAJECTORY_PAGE, ResultRecord, has_trajectory, latest_by_slot
-from giant.rescore_job import RUN_ID, load_source
+from giant.record.read import RUN_ID, read_job
+from giant.roles import flatten
+from giant.tracking.job_runs import MlflowRuns
 from giant.tracking.names import JOB_ROLE, OUTPUT_DIR_TAG, ROLE_TAG, SWEEP_ID_TAG, tag_filter
 
 # What a trajectory page needs is the page, its JSON and its images; the recorded request bodies
@@ -84,7 +86,8 @@ class RunData(BaseModel):
 
     def settings(self) -> dict[str, str]:
         """The flattened config, only the settings whose role makes two runs different methods."""
-        return compared_settings(_flatten(self.config))
+        flat = flatten(self.config)
+        return compared_settings({key: str(value) for key, value in flat.items() if value != {}})
 
     def fetch_trajectory(self, relative: str, target: Path) -> bool:
         """Copy one trajectory folder (trajectory.json, trajectory.html, images) into `target`, from
@@ -107,16 +110,6 @@ class RunData(BaseModel):
         return (target / TRAJECTORY_PAGE).is_file() or has_trajectory(target)
 
 
-def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
-    out: dict[str, str] = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            out.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = str(value)
-    return out
-
-
 def outcomes(records: list[ResultRecord], runs_per_item: int, tie_rule: str) -> dict[str, ItemOutcome]:
     """Per item the job's scored label, as giant.eval.summarize scores it: the latest record of each
     run slot, failed runs do not vote, items whose every run was skipped are left out."""
@@ -129,10 +122,7 @@ def outcomes(records: list[ResultRecord], runs_per_item: int, tie_rule: str) -> 
         if all(r.status == SKIPPED for r in runs):
             continue
         runs.sort(key=lambda r: r.run_index)
-        labels: list[int | None] = [None] * runs_per_item
-        for r in runs:
-            labels[r.run_index] = r.label
-        label = majority_vote(labels, tie_rule) if runs_per_item > 1 else labels[0]
+        label = item_label(runs, runs_per_item, tie_rule)
         shown = next((r for r in runs if r.label == label), runs[0])
         hits = [r.navigation.hit for r in runs if r.navigation is not None and r.navigation.hit is not None]
         out[key] = ItemOutcome(
@@ -153,15 +143,15 @@ def load_run(where: str, tracking: TrackingSettings) -> RunData:
     if not folder.is_dir() and not RUN_ID.fullmatch(where):
         raise ConfigError(f"{where}: no such job folder, and not an MLflow run id; {FIX}")
     try:
-        source = load_source(where, tracking)
+        source = read_job(where, MlflowRuns(tracking) if tracking.enabled else None)
     except ConfigError as exc:
         raise ConfigError(str(exc).replace("source=", "")) from None  # the re-score names its option
     summary = source.summary
     return RunData(
         where=where,
-        run_id=source.run_id,
-        tracking_uri=tracking.uri if source.run_id else None,
-        folder=folder.resolve() if folder.is_dir() else None,
+        run_id=source.run.run_id if source.run else None,
+        tracking_uri=tracking.uri if source.run else None,
+        folder=source.folder,
         tags=source.tags,
         task=summary.benchmark,
         metric_name=summary.metric_name,

@@ -5,8 +5,9 @@ then for a label mask `<stem>_mask.tiff|.tif|.png` (PANDA's `train_label_masks/<
 A mask's pixel values are named by a class map: `class_map` names one of `class_maps`, or, with
 `slide_providers` (PANDA's train.csv: image_id, data_provider), each slide takes the map of its data
 provider (Radboud and Karolinska number their classes differently). A slide with neither file is
-"not annotated": its item-runs are never counted as misses. Grids are built once per slide file and the
-last ANNOTATIONS_KEPT are kept (each one bit per cell, about 0.5 MB at giant.wsi.annotations.ANNOTATION_SIDE).
+"not annotated": its item-runs are never counted as misses. A slide's file is read once per process
+for its grid and its outlines; the last ANNOTATIONS_KEPT grids (each one bit per cell, about 0.5 MB at
+giant.wsi.annotations.ANNOTATION_SIDE) and OUTLINES_KEPT outlines are kept.
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ from pathlib import Path
 
 from giant.errors import ConfigError
 from giant.eval.annotation_settings import AnnotationSettings
-from giant.wsi.annotations import AnnotationError, geojson_grid, grid_outlines, mask_grid, outlines
+from giant.wsi.annotations import (
+    AnnotationError,
+    Rings,
+    geojson_polygons,
+    grid_outlines,
+    mask_grid,
+    polygons_grid,
+)
 from giant.wsi.tissue import CropTissue
 
 log = logging.getLogger(__name__)
@@ -28,20 +36,31 @@ log = logging.getLogger(__name__)
 GEOJSON_SUFFIXES = (".geojson",)
 MASK_SUFFIXES = ("_mask.tiff", "_mask.tif", "_mask.png")
 ANNOTATIONS_KEPT = 64
+# Outlines are a few rings per slide (a label mask's areas as boxes, a GeoJSON file's polygons): kept for
+# this many slides, so the trajectory pages and the slides' overviews at a job's end draw every slide
+# the episodes read without reading its file again.
+OUTLINES_KEPT = 256
+SHARED_KEPT = 4  # `dataset.annotations` settings with a shared instance (one per job in practice)
+FileKey = tuple[str, int, int]  # the annotation file, its mtime and size: a rewritten file is read again
 
 
 class Annotations:
-    """Each slide's target grid, found and built on demand (thread-safe; blocking: call off the loop)."""
+    """Each slide's target grid and outlines, read from its file once per process (`of` hands every
+    caller of the same settings one instance: the runner's evidence, the pages' outlines and the
+    slides' overviews share it). Thread-safe; blocking: call it off the event loop."""
 
     def __init__(self, settings: AnnotationSettings) -> None:
         self.settings = settings
         self.folder = settings.path
-        self._grids: OrderedDict[tuple[str, int, int], CropTissue | None] = OrderedDict()
+        self._grids: OrderedDict[FileKey, CropTissue | None] = OrderedDict()
+        self._outlines: OrderedDict[FileKey, Rings] = OrderedDict()
+        self._building: dict[FileKey, threading.Lock] = {}
         self._lock = threading.Lock()
 
     @classmethod
     def of(cls, settings: AnnotationSettings | None) -> Annotations | None:
-        """None when no folder is set; a folder that is not there is a setup error, said at once."""
+        """The shared instance for `settings`; None when no folder is set; a folder that is not there
+        is a setup error, said at once."""
         if settings is None or settings.path is None:
             return None
         if not settings.path.is_dir():
@@ -49,7 +68,15 @@ class Annotations:
                 f"dataset.annotations.path={settings.path}: folder not found; point it at the per-slide "
                 "GeoJSON files or label masks (or null)"
             )
-        return cls(settings)
+        key = settings.model_dump_json()
+        with _shared_lock:
+            found = _shared.get(key)
+            if found is None:
+                found = _shared[key] = cls(settings)
+                while len(_shared) > SHARED_KEPT:
+                    _shared.popitem(last=False)
+            _shared.move_to_end(key)
+            return found
 
     def files(self, slide: Path) -> Path | None:
         """The slide's annotation file: its GeoJSON, else its label mask; None: not annotated."""
@@ -66,44 +93,65 @@ class Annotations:
         found = self.files(slide)
         if found is None:
             return None
-        stat = found.stat()
-        key = (str(found), stat.st_mtime_ns, stat.st_size)
-        with self._lock:
-            if key in self._grids:
-                self._grids.move_to_end(key)
-                return self._grids[key]
-        try:
-            grid: CropTissue | None = self._build(found, slide, width, height)
-        except AnnotationError as exc:
-            log.warning("annotations of %s not used: %s", slide.name, exc)
-            grid = None
-        with self._lock:
-            self._grids[key] = grid
-            while len(self._grids) > ANNOTATIONS_KEPT:
-                self._grids.popitem(last=False)
-        return grid
+        return self._read(found, slide, width, height)[0]
 
-    def outlines(self, slide: Path, width: int, height: int) -> list[list[tuple[float, float]]]:
+    def outlines(self, slide: Path, width: int, height: int) -> Rings:
         """The target regions' outlines in level-0 px, for drawing: a GeoJSON file's polygons, a label
         mask's connected target areas as their bounding boxes. Empty: not annotated."""
         found = self.files(slide)
         if found is None:
             return []
-        if found.name.endswith(GEOJSON_SUFFIXES):
-            try:
-                return outlines(found, set(self.settings.targets))
-            except (OSError, ValueError):
-                return []
-        grid = self.target(slide, width, height)
-        return [] if grid is None else grid_outlines(grid)
+        key = _key(found)
+        with self._lock:
+            if key in self._outlines:  # kept longer than the grids: the pages need no grid
+                self._outlines.move_to_end(key)
+                return self._outlines[key]
+        return self._read(found, slide, width, height)[1]
 
-    def _build(self, found: Path, slide: Path, width: int, height: int) -> CropTissue:
+    def _read(self, found: Path, slide: Path, width: int, height: int) -> tuple[CropTissue | None, Rings]:
+        """The file's grid and outlines: from the caches, else read once however many threads ask."""
+        key = _key(found)
+        with self._lock:
+            if (cached := self._cached(key)) is not None:
+                return cached
+            building = self._building.setdefault(key, threading.Lock())
+        try:
+            with building:
+                with self._lock:
+                    if (cached := self._cached(key)) is not None:
+                        return cached
+                try:
+                    grid, rings = self._build(found, slide, width, height)
+                except AnnotationError as exc:
+                    log.warning("annotations of %s not used: %s", slide.name, exc)
+                    grid, rings = None, []
+                with self._lock:
+                    self._grids[key], self._outlines[key] = grid, rings
+                    for kept, limit in ((self._grids, ANNOTATIONS_KEPT), (self._outlines, OUTLINES_KEPT)):
+                        while len(kept) > limit:
+                            kept.popitem(last=False)
+                return grid, rings
+        finally:
+            with self._lock:
+                self._building.pop(key, None)
+
+    def _cached(self, key: FileKey) -> tuple[CropTissue | None, Rings] | None:
+        """The grid and outlines already read (call under the lock)."""
+        if key not in self._grids or key not in self._outlines:
+            return None
+        self._grids.move_to_end(key)
+        self._outlines.move_to_end(key)
+        return self._grids[key], self._outlines[key]
+
+    def _build(self, found: Path, slide: Path, width: int, height: int) -> tuple[CropTissue, Rings]:
         targets = set(self.settings.targets)
         if found.name.endswith(GEOJSON_SUFFIXES):
-            return geojson_grid(found, width, height, targets)
+            polygons = geojson_polygons(found, targets)
+            return polygons_grid(polygons, width, height), [polygon[0] for polygon in polygons]
         classes = self.class_map(slide)
         values = [value for value, name in classes.items() if name in targets]
-        return mask_grid(found, width, height, values, self.settings.mask_downsample)
+        grid = mask_grid(found, width, height, values, self.settings.mask_downsample)
+        return grid, grid_outlines(grid)
 
     def class_map(self, slide: Path) -> dict[int, str]:
         """The slide's class map: its data provider's (slide_providers), else `class_map`'s."""
@@ -111,6 +159,15 @@ class Annotations:
         provider = _providers(s.slide_providers).get(slide.name.split(".")[0]) if s.slide_providers else None
         chosen = s.class_maps.get(provider.lower(), {}) if provider else {}
         return {int(value): name for value, name in (chosen or s.class_maps[s.class_map]).items()}
+
+
+def _key(found: Path) -> FileKey:
+    stat = found.stat()
+    return str(found), stat.st_mtime_ns, stat.st_size
+
+
+_shared: OrderedDict[str, Annotations] = OrderedDict()
+_shared_lock = threading.Lock()
 
 
 @functools.cache

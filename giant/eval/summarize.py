@@ -24,7 +24,7 @@ from giant.eval.metrics import accuracy, balanced_accuracy, score
 from giant.eval.navigation import summarize_navigation
 from giant.eval.progress import is_failure
 from giant.eval.scoring_settings import ScoringSettings
-from giant.eval.voting import majority_vote
+from giant.eval.voting import item_label
 from giant.llm.types import TokenCounts
 from giant.record import SKIPPED, ResultRecord, latest_by_slot
 from giant.record.summary import Bootstrap, Magnification, Provenance, Summary, Totals
@@ -71,7 +71,7 @@ def summarize(  # noqa: PLR0913  every total of a run goes into its summary
     scored = [item for item in items if item.key in by_item and item.key not in skipped]
 
     truth = [item.truth for item in scored]
-    voted = [_vote(by_item[item.key], runs_per_item, scoring.tie_rule) for item in scored]
+    voted = [item_label(by_item[item.key], runs_per_item, scoring.tie_rule) for item in scored]
     answered = [(t, p) for t, p in zip(truth, voted, strict=True) if p is not None]
     per_run = _per_run(scored, latest, runs_per_item, metric_name) if runs_per_item > 1 else []
 
@@ -123,13 +123,6 @@ def reason_kind(record: ResultRecord) -> str:
     text = record.reason.replace(record.key, "<key>")
     text = _PATH.sub("<path>", text)
     return _NUMBER.sub("N", text) or record.status
-
-
-def _vote(records: list[ResultRecord], runs_per_item: int, tie_rule: str) -> int | None:
-    labels: list[int | None] = [None] * runs_per_item
-    for record in records:
-        labels[record.run_index] = record.label
-    return majority_vote(labels, tie_rule) if runs_per_item > 1 else labels[0]
 
 
 def _per_run(

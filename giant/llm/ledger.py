@@ -4,9 +4,11 @@ A call's key hashes what determines its reply: the provider, the model, the sett
 the request or the reply (not the key's variable, pacing, timeouts, retries or the price tier), the
 exact wire request with each image replaced by its hash (less its `service_tier` and
 `prompt_cache_retention`), and the item-run's run index (the runs of one item are independent
-samples, so they never answer each other). A rerun that sends the same request for the same run is
-answered from here at no cost: a killed episode continues where it stopped, a pilot's items are
-free in the full run, and more runs per item reuse the runs already paid for.
+samples, so they never answer each other), and, for a request identical to an earlier one of the same
+episode (a retry after a reply that did not parse), how many came before it. A rerun that sends the
+same request for the same run is answered from here at no cost: a killed episode continues where it
+stopped, a pilot's items are free in the full run, and more runs per item reuse the runs already paid
+for.
 
 Layout (plain JSON, inspectable with `python -m giant.llm.ledger DIR`):
   calls/<key[:2]>/<key>.json   the sanitized request, the raw reply, its usage and cost, the time
@@ -79,8 +81,12 @@ class LedgerEntry(BaseModel):
         return getattr(importlib.import_module(module), name).model_construct(**self.response)
 
 
-def call_key(*, provider: str, model: str, settings: dict[str, Any], request: Any, run_index: int) -> str:
-    """sha256 over what determines a reply (module docstring); `request` is already sanitized."""
+def call_key(
+    *, provider: str, model: str, settings: dict[str, Any], request: Any, run_index: int, repeat: int = 0
+) -> str:
+    """sha256 over what determines a reply (module docstring); `request` is already sanitized.
+    `repeat` counts the earlier identical requests of the same episode (giant.llm.types.SentRequests):
+    it enters the key only when above 0, so every first request keeps the key it always had."""
     kept = {name: value for name, value in settings.items() if name not in _NOT_IN_KEY}
     if isinstance(request, dict):
         request = {name: value for name, value in request.items() if name not in _WIRE_NOT_IN_KEY}
@@ -92,6 +98,8 @@ def call_key(*, provider: str, model: str, settings: dict[str, Any], request: An
         "request": request,
         "run_index": run_index,
     }
+    if repeat:
+        payload["repeat"] = repeat
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 

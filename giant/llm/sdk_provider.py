@@ -94,13 +94,17 @@ class SdkProvider(ABC, Generic[S]):
         keep = None
         send: Callable[[], Awaitable[Any]] = partial(self._send, request)
         if self.ledger is not None:
-            key = call_key(
+            keyed = partial(
+                call_key,
                 provider=self.name,
                 model=self.model,
                 settings=self.cfg.model_dump(mode="json"),
                 request=sanitized(request, conversation),
                 run_index=ctx.run_index,
             )
+            key = keyed()
+            if ctx.sent is not None and (repeat := ctx.sent.repeat(key)):
+                key = keyed(repeat=repeat)
             # A key a batch in flight holds is answered by it, as paid now, even if its reply reached
             # the ledger first (a batch this run collected for a job that died).
             held = self.batches is not None and await self.batches.holds(key)

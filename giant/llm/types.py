@@ -187,8 +187,27 @@ class AssistantMessage(BaseModel):
 Message = Annotated[UserMessage | AssistantMessage, Field(discriminator="role")]
 
 
+class SentRequests:
+    """The ledger keys one episode has asked for, counted. A request identical to an earlier one of
+    the same episode (the retry after a reply that did not parse or was refused, the first call of a
+    restarted attempt) asks the model again for a new sample: were it keyed as the first, the ledger
+    would answer it with the reply it retries. The count restarts with the episode, so a resumed
+    episode meets its calls in the same order and replays every one of them."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+
+    def repeat(self, key: str) -> int:
+        """How many earlier calls of this episode had `key` (0 for the first), counting this one."""
+        seen = self._counts.get(key, 0)
+        self._counts[key] = seen + 1
+        return seen
+
+
 class CallContext(BaseModel):
     """Per-call facts a provider may need beyond the conversation."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     item_key: str  # also the prompt-cache key, so one item's calls share a cache prefix
     run_index: int = 0
@@ -202,6 +221,7 @@ class CallContext(BaseModel):
     # Actions beyond crop and answer the model is offered (schema enum / tools): the note tool, tools.
     extra_actions: tuple[str, ...] = ()
     record_path: str | None = None  # if set, append the sanitized request and response here (JSONL)
+    sent: SentRequests | None = None  # the episode's ledger keys so far (None: a call on its own)
 
 
 class Conversation(BaseModel):

@@ -27,6 +27,7 @@ from giant.record.folder import (
 )
 from giant.record.layout import (
     DRY_RUN_FILE,
+    OVERVIEWS_DIR,
     REQUESTS_FILE,
     RESULTS_FILE,
     SWEEP_FILE,
@@ -51,6 +52,7 @@ from giant.record.results import (
 
 __all__ = [
     "DRY_RUN_FILE",
+    "OVERVIEWS_DIR",
     "REQUESTS_FILE",
     "RESULTS_FILE",
     "RUNNER_ERROR",

@@ -6,6 +6,7 @@ the folder through giant.record, so a name is spelled here only.
       summary.json           the metric and its context (giant.eval.summarize)
       predictions.csv        confusion_matrix.png  dataset_defects.json  resolved_config.json
       report.html            the run report a researcher opens first (giant.report)
+      overviews/<slide>.html where the runs of one slide looked, on one overview (giant.report)
       dry_run.json           dry runs only
       .hydra/                Hydra's config.yaml, overrides.yaml, hydra.yaml
       trajectories/<safe key>/run<k>/
@@ -30,10 +31,12 @@ REPORT_FILE = "report.html"
 HYDRA_DIR = ".hydra"
 HYDRA_FILES = ("config.yaml", "overrides.yaml", "hydra.yaml")
 TRAJECTORIES_DIR = "trajectories"
+OVERVIEWS_DIR = "overviews"
 # inside each trajectory folder
 TRAJECTORY_FILE = "trajectory.json"
 TRAJECTORY_PAGE = "trajectory.html"
 REQUESTS_FILE = "requests.jsonl"
+CONFIG_ARTIFACTS = "config"  # the MLflow run's artifact folder of resolved_config.json and Hydra's files
 # in a sweep's folder (Hydra's multirun dir, above the job folders): how its jobs find their parent run
 SWEEP_FILE = "mlflow_sweep.json"
 
@@ -91,6 +94,10 @@ class JobLayout:
     @property
     def trajectories(self) -> Path:
         return self.out_dir / TRAJECTORIES_DIR
+
+    @property
+    def overviews(self) -> Path:
+        return self.out_dir / OVERVIEWS_DIR
 
     def trajectory(self, key: str, run_index: int) -> Path:
         return self.out_dir / trajectory_dir(key, run_index)

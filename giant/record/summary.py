@@ -1,14 +1,19 @@
-"""summary.json: the one record of a finished (or stopped) run that tracking, tables and README read."""
+"""summary.json: the one record of a finished (or stopped) run that tracking, tables and README read.
+
+Each field that goes to MLflow says so in its type, `Annotated[..., MlflowName(...)]` (giant.record.logged):
+the run's metrics are written and read back from those declarations alone."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 from pydantic import BaseModel, Field, computed_field
 
 from giant.data.defects import Defect
 from giant.data.digest import DatasetDigests
 from giant.llm.types import TokenCounts
+from giant.record import names as n
+from giant.record.logged import MlflowName
 
 
 class Bootstrap(BaseModel):
@@ -47,6 +52,11 @@ class Totals(TokenCounts):
     @property
     def cache_hit_ratio(self) -> float:
         return self.cached_input_tokens / self.input_tokens if self.input_tokens else 0.0
+
+    @property
+    def calls_paid(self) -> int:
+        """The calls that were new spend (the rest were replayed from the ledger)."""
+        return self.calls - self.calls_replayed
 
 
 class Provenance(BaseModel):
@@ -98,6 +108,42 @@ class NavigationSummary(BaseModel):
     hit_rate_by_step: list[float] = Field(default_factory=list)  # share with a hit by the n-th crop
 
 
+# How the bootstraps go to MLflow: the main metric with its point, the per-run mean without (its point
+# is per_run_mean), navigation's (hit_rate) as its point and interval under the field's own name
+_METRIC = {"point": n.MAIN_METRIC, "mean": n.BOOT_MEAN_METRIC, "std": n.BOOT_STD_METRIC}
+_METRIC |= {"ci_low": n.CI_LOW_METRIC, "ci_high": n.CI_HIGH_METRIC}
+_PER_RUN = {"mean": n.PER_RUN_BOOT_MEAN_METRIC, "std": n.PER_RUN_BOOT_STD_METRIC}
+_PER_RUN |= {"ci_low": n.PER_RUN_CI_LOW_METRIC, "ci_high": n.PER_RUN_CI_HIGH_METRIC}
+_INTERVAL = {"point": "", "ci_low": n.CI_LOW_SUFFIX, "ci_high": n.CI_HIGH_SUFFIX}
+_NAVIGATION = MlflowName(prefix=n.NAVIGATION_METRIC_PREFIX, suffixes=_INTERVAL, first_step=1)
+_MPP = {"finest_mpp": n.MPP_FINEST_METRIC, "median_mpp": n.MPP_MEDIAN_METRIC}
+_TOTALS = {
+    "steps_mean": n.STEPS_MEAN_METRIC,
+    "steps_max": n.STEPS_MAX_METRIC,
+    "crops_per_item": n.CROPS_PER_ITEM_METRIC,
+    "input_tokens": n.TOKENS_INPUT_METRIC,
+    "output_tokens": n.TOKENS_OUTPUT_METRIC,
+    "reasoning_tokens": n.TOKENS_REASONING_METRIC,
+    "cached_input_tokens": n.TOKENS_CACHED_METRIC,
+    "cache_write_tokens": n.TOKENS_CACHE_WRITE_METRIC,
+    "cost_usd": n.COST_METRIC,
+    "cache_hit_ratio": n.CACHE_HIT_RATIO_METRIC,
+    "calls_paid": n.CALLS_PAID_METRIC,
+    "calls_replayed": n.CALLS_REPLAYED_METRIC,
+    "calls_flex": n.CALLS_FLEX_METRIC,
+    "calls_batch": n.CALLS_BATCH_METRIC,
+    "cost_flex_usd": n.COST_FLEX_METRIC,
+    "cost_batch_usd": n.COST_BATCH_METRIC,
+    "replayed_cost_usd": n.COST_REPLAYED_METRIC,
+    "wall_s": n.WALL_S_METRIC,
+    "items_per_hour": n.ITEMS_PER_HOUR_METRIC,
+    "active_s": n.ACTIVE_S_METRIC,
+    "gpu_cost_usd": n.GPU_COST_METRIC,
+    "output_tokens_per_s": n.OUTPUT_TOKENS_PER_S_METRIC,
+    "calls_per_min": n.CALLS_PER_MIN_METRIC,
+}
+
+
 class Summary(BaseModel):
     benchmark: str  # dataset name, e.g. tcga or demo_shapes
     metric_name: str  # accuracy | balanced_accuracy
@@ -109,36 +155,54 @@ class Summary(BaseModel):
     # (giant.eval.causes). Such a run measured nothing worth a table cell; its metric is not logged.
     setup_failure: str = ""
     stop_cause: str | None = None  # the cause that halted it (a giant.core.SetupCause)
-    n_slides_missing: int = 0  # item-runs whose slide was not found (counted as failures)
-    setup_causes: dict[str, int] = Field(default_factory=dict)  # item-runs failed outside the model, by cause
-    n_items: int  # items scored (failures count as incorrect; skipped items excluded)
-    n_scored: int  # items with a parseable answer
-    n_skipped: int = 0  # missing slides with skip_missing=true
+    # item-runs whose slide was not found (counted as failures)
+    n_slides_missing: Annotated[int, MlflowName(n.N_SLIDES_MISSING_METRIC)] = 0
+    # item-runs failed outside the model, by cause
+    setup_causes: Annotated[dict[str, int], MlflowName(prefix=n.SETUP_METRIC_PREFIX)] = Field(
+        default_factory=dict
+    )
+    # items scored (failures count as incorrect; skipped items excluded)
+    n_items: Annotated[int, MlflowName(n.N_ITEMS_METRIC)]
+    n_scored: Annotated[int, MlflowName(n.N_SCORED_METRIC)]  # items with a parseable answer
+    n_skipped: Annotated[int, MlflowName(n.N_SKIPPED_METRIC)] = 0  # missing slides with skip_missing=true
     runs_per_item: int = 1
-    metric: Bootstrap  # the main metric: failures count as incorrect; voted when runs_per_item > 1
-    metric_scored_only: float | None = None  # over items with an answer only
-    accuracy: float
-    balanced_accuracy: float
-    per_run: list[float] = Field(default_factory=list)  # main metric of each run index (k > 1)
-    per_run_mean: float | None = None
-    per_run_std: float | None = None
+    # the main metric: failures count as incorrect; voted when runs_per_item > 1
+    metric: Annotated[Bootstrap, MlflowName(parts=_METRIC, score=True)]
+    # over items with an answer only
+    metric_scored_only: Annotated[float | None, MlflowName(n.SCORED_ONLY_METRIC, score=True)] = None
+    accuracy: Annotated[float, MlflowName(n.ACCURACY_METRIC, score=True)]
+    balanced_accuracy: Annotated[float, MlflowName(n.BALANCED_ACCURACY_METRIC, score=True)]
+    # main metric of each run index (k > 1), one MLflow step per run index
+    per_run: Annotated[list[float], MlflowName(n.RUN_METRIC, score=True)] = Field(default_factory=list)
+    per_run_mean: Annotated[float | None, MlflowName(n.PER_RUN_MEAN_METRIC, score=True)] = None
+    per_run_std: Annotated[float | None, MlflowName(n.PER_RUN_STD_METRIC, score=True)] = None
     # per_run_mean with its bootstrap over items (k > 1; None before it was recorded): the "x1" row of
     # the tables beside the vote of `metric`, with the run's seed and replicates
-    per_run_bootstrap: Bootstrap | None = None
-    counts_by_status: dict[str, int] = Field(default_factory=dict)
+    per_run_bootstrap: Annotated[Bootstrap | None, MlflowName(parts=_PER_RUN, score=True)] = None
+    counts_by_status: Annotated[dict[str, int], MlflowName(prefix=n.STATUS_METRIC_PREFIX)] = Field(
+        default_factory=dict
+    )
     failure_reasons: dict[str, int] = Field(default_factory=dict)  # reason text -> count
     extraction_methods: dict[str, int] = Field(default_factory=dict)
     tie_rule: str = "lowest_run_index"
     panda_null_as_zero: bool = True
-    totals: Totals = Field(default_factory=Totals)
-    magnification: Magnification | None = None  # None: no record says (older records)
+    totals: Annotated[Totals, MlflowName(parts=_TOTALS)] = Field(default_factory=Totals)
+    # None: no record says (older records)
+    magnification: Annotated[Magnification | None, MlflowName(parts=_MPP)] = None
     provenance: Provenance
     # Questions of the loaded data that cannot be scored as given (e.g. the 10 tcga_slidebench rows
     # that carry an ExpertVQA question), kept with the result they may distort.
     dataset_defects: list[Defect] = Field(default_factory=list)
-    navigation: NavigationSummary | None = None  # None: no item-run recorded where it looked
+    # None: no item-run recorded where it looked; its lists one MLflow step per crop (step 1: the first)
+    navigation: Annotated[NavigationSummary | None, _NAVIGATION] = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
-    def n_dataset_defects(self) -> int:
+    def n_dataset_defects(self) -> Annotated[int, MlflowName(n.N_DATASET_DEFECTS_METRIC)]:
         return len(self.dataset_defects)
+
+    @property
+    def cost_per_item(self) -> Annotated[float | None, MlflowName(n.COST_PER_ITEM_METRIC)]:
+        """USD per scored item; None when a model had no price (or nothing was scored)."""
+        cost = self.totals.cost_usd
+        return cost / self.n_items if cost is not None and self.n_items else None

@@ -9,6 +9,7 @@ any later time, by `python -m giant.report <job folder>`.
     labels.py      per-class recall, the confusion matrix and the predicted-label distribution
     navigation.py  microns per pixel and tissue fraction of every crop, steps against correctness
     costs.py       cost, tokens, cache hits and replayed calls per task
+    overviews.py   where the runs of one slide looked: their crop boxes on one overview page
     render.py      the sections as one HTML page (inline CSS and script, every model text escaped)
 """
 

@@ -6,6 +6,7 @@ folder."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -14,10 +15,12 @@ from giant import pages
 from giant.pages import Link
 from giant.record import SKIPPED, TRAJECTORIES_DIR, ResultRecord
 from giant.record.summary import Totals
-from giant.report import costs, labels, navigation, taxonomy
+from giant.record.trajectory import Trajectory
+from giant.report import costs, labels, navigation, overviews, taxonomy
 from giant.report.facts import ItemRun, JobFacts, gather
 from giant.tools import TOOLS
 from giant.tracking.artifacts import NO_ANSWER
+from giant.tracking.viewer import Outlines
 from giant.wsi.magnification import objective, standard_mpp
 
 ROWS_SHOWN = 2000  # the lists of failed calls and of crops stop here; the counts above them are complete
@@ -25,16 +28,25 @@ EXAMPLES = 3  # item links per taxonomy row
 Rows = list[tuple[Any, ...]]
 
 
-def write_report(out_dir: Path) -> Path:
-    """(Re)write report.html in a job folder from the files in it; returns its path."""
+def write_report(
+    out_dir: Path,
+    outlines: Callable[[Trajectory], Outlines] | None = None,
+    mlflow_run_id: str | None = None,
+) -> Path:
+    """(Re)write report.html in a job folder from the files in it, with the overviews of the slides
+    several runs looked at (giant.report.overviews; `outlines` gives a slide's annotated target
+    regions, as for the trajectory pages; `mlflow_run_id` the run the folder is logged to); returns
+    its path."""
     facts = gather(out_dir)
     path = facts.layout.report
-    path.write_text(render(facts), encoding="utf-8")
+    found = overviews.write_overviews(facts, outlines, mlflow_run_id)
+    path.write_text(render(facts, found), encoding="utf-8")
     return path
 
 
-def render(facts: JobFacts) -> str:
-    """The page's text; every section's data is prepared here, its markup is the template's."""
+def render(facts: JobFacts, slide_overviews: list[tuple[Link, int, int]] | None = None) -> str:
+    """The page's text; every section's data is prepared here, its markup is the template's.
+    `slide_overviews`: the overview pages written for it (link, runs, crops)."""
     records = [run.record for run in facts.runs]
     found = navigation.crops(facts.runs)
     causes = {run.record.slot: taxonomy.cause(run) for run in facts.runs}
@@ -49,6 +61,7 @@ def render(facts: JobFacts) -> str:
         taxonomy=_taxonomy(facts.runs, causes),
         navigation=_navigation(facts.runs, found),
         by_step=_by_step(facts),
+        overviews=slide_overviews or [],
         tools=_tool_calls(facts.runs),
         costs=_costs(records),
     )

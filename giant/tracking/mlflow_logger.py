@@ -31,34 +31,14 @@ from giant.core import Item
 from giant.data.digest import DatasetDigests
 from giant.errors import ConfigError
 from giant.record import SWEEP_FILE
-from giant.record.summary import Bootstrap, NavigationSummary, Summary
+from giant.record.logged import Logged, logged_values
+from giant.record.summary import Summary
 from giant.secrets import contains_secret, scrub, secret_values
 from giant.storage import is_stored_image, link_or_copy
 from giant.tracking.names import (
-    ACCURACY_METRIC,
-    ACTIVE_S_METRIC,
     AGENT_MODE_TAG,
-    BALANCED_ACCURACY_METRIC,
-    BOOT_MEAN_METRIC,
-    BOOT_STD_METRIC,
-    CACHE_HIT_RATIO_METRIC,
-    CALLS_BATCH_METRIC,
-    CALLS_FLEX_METRIC,
-    CALLS_PAID_METRIC,
-    CALLS_PER_MIN_METRIC,
-    CALLS_REPLAYED_METRIC,
-    CI_HIGH_METRIC,
-    CI_HIGH_SUFFIX,
-    CI_LOW_METRIC,
-    CI_LOW_SUFFIX,
     CONFIG_HASH_TAG,
-    COST_BATCH_METRIC,
-    COST_FLEX_METRIC,
-    COST_METRIC,
-    COST_PER_ITEM_METRIC,
-    COST_REPLAYED_METRIC,
     CROP_SIZE_TAG,
-    CROPS_PER_ITEM_METRIC,
     DATASET_CONTEXT,
     DATASET_DIGEST_TAG,
     DATASET_HASH_TAG,
@@ -66,49 +46,19 @@ from giant.tracking.names import (
     EXPERIMENT_KIND_TAG,
     FAILURE_TAG,
     GIT_COMMIT_TAG,
-    GPU_COST_METRIC,
     INCOMPLETE_REASON_TAG,
     INTERRUPTION_TAG,
-    ITEMS_PER_HOUR_METRIC,
     JOB_ROLE,
-    MAIN_METRIC,
     MAX_STEPS_TAG,
     METRIC_NAME_TAG,
     MODEL_DEVELOPMENT,
     MODEL_TAG,
-    MPP_FINEST_METRIC,
-    MPP_MEDIAN_METRIC,
-    N_DATASET_DEFECTS_METRIC,
-    N_ITEMS_METRIC,
-    N_SCORED_METRIC,
-    N_SKIPPED_METRIC,
-    N_SLIDES_MISSING_METRIC,
-    NAVIGATION_METRIC_PREFIX,
-    OUTPUT_TOKENS_PER_S_METRIC,
     PARENT_TAG,
-    PER_RUN_BOOT_MEAN_METRIC,
-    PER_RUN_BOOT_STD_METRIC,
-    PER_RUN_CI_HIGH_METRIC,
-    PER_RUN_CI_LOW_METRIC,
-    PER_RUN_MEAN_METRIC,
-    PER_RUN_STD_METRIC,
     PROVIDER_TAG,
     ROLE_TAG,
-    RUN_METRIC,
     RUNS_PER_ITEM_TAG,
-    SCORED_ONLY_METRIC,
-    SETUP_METRIC_PREFIX,
-    STATUS_METRIC_PREFIX,
     STATUS_TAG,
-    STEPS_MAX_METRIC,
-    STEPS_MEAN_METRIC,
     SWEEP_ID_TAG,
-    TOKENS_CACHE_WRITE_METRIC,
-    TOKENS_CACHED_METRIC,
-    TOKENS_INPUT_METRIC,
-    TOKENS_OUTPUT_METRIC,
-    TOKENS_REASONING_METRIC,
-    WALL_S_METRIC,
 )
 from giant.tracking.params import to_params
 from giant.tracking.store import ensure_sqlite_store, opening_store, sqlite_path
@@ -231,110 +181,17 @@ def job_tags(
 
 
 def summary_metrics(summary: Summary) -> dict[str, float]:
-    """summary.json as the metric names of giant.tracking.names (values copied, never recomputed)."""
-    totals = summary.totals
-    metrics: dict[str, float | None] = {
-        MAIN_METRIC: summary.metric.point,
-        BOOT_MEAN_METRIC: summary.metric.mean,
-        BOOT_STD_METRIC: summary.metric.std,
-        CI_LOW_METRIC: summary.metric.ci_low,
-        CI_HIGH_METRIC: summary.metric.ci_high,
-        SCORED_ONLY_METRIC: summary.metric_scored_only,
-        ACCURACY_METRIC: summary.accuracy,
-        BALANCED_ACCURACY_METRIC: summary.balanced_accuracy,
-        N_ITEMS_METRIC: summary.n_items,
-        N_SCORED_METRIC: summary.n_scored,
-        N_SKIPPED_METRIC: summary.n_skipped,
-        N_DATASET_DEFECTS_METRIC: summary.n_dataset_defects,
-        STEPS_MEAN_METRIC: totals.steps_mean,
-        STEPS_MAX_METRIC: totals.steps_max,
-        CROPS_PER_ITEM_METRIC: totals.crops_per_item,
-        TOKENS_INPUT_METRIC: totals.input_tokens,
-        TOKENS_OUTPUT_METRIC: totals.output_tokens,
-        TOKENS_REASONING_METRIC: totals.reasoning_tokens,
-        TOKENS_CACHED_METRIC: totals.cached_input_tokens,
-        TOKENS_CACHE_WRITE_METRIC: totals.cache_write_tokens,
-        COST_METRIC: totals.cost_usd,
-        COST_PER_ITEM_METRIC: totals.cost_usd / summary.n_items
-        if totals.cost_usd is not None and summary.n_items
-        else None,
-        CACHE_HIT_RATIO_METRIC: totals.cache_hit_ratio,
-        CALLS_PAID_METRIC: totals.calls - totals.calls_replayed,
-        CALLS_REPLAYED_METRIC: totals.calls_replayed,
-        CALLS_FLEX_METRIC: totals.calls_flex,
-        CALLS_BATCH_METRIC: totals.calls_batch,
-        COST_FLEX_METRIC: totals.cost_flex_usd,
-        COST_BATCH_METRIC: totals.cost_batch_usd,
-        COST_REPLAYED_METRIC: totals.replayed_cost_usd,
-        WALL_S_METRIC: totals.wall_s,
-        ITEMS_PER_HOUR_METRIC: totals.items_per_hour,
-        ACTIVE_S_METRIC: totals.active_s,
-        GPU_COST_METRIC: totals.gpu_cost_usd,
-        OUTPUT_TOKENS_PER_S_METRIC: totals.output_tokens_per_s,
-        CALLS_PER_MIN_METRIC: totals.calls_per_min,
-        PER_RUN_MEAN_METRIC: summary.per_run_mean,
-        PER_RUN_STD_METRIC: summary.per_run_std,
-    }
-    if (seen := summary.magnification) is not None:
-        metrics[MPP_FINEST_METRIC] = seen.finest_mpp
-        metrics[MPP_MEDIAN_METRIC] = seen.median_mpp
-    if (per_run := summary.per_run_bootstrap) is not None:  # k > 1: the "x1" row's interval
-        metrics[PER_RUN_BOOT_MEAN_METRIC] = per_run.mean
-        metrics[PER_RUN_BOOT_STD_METRIC] = per_run.std
-        metrics[PER_RUN_CI_LOW_METRIC] = per_run.ci_low
-        metrics[PER_RUN_CI_HIGH_METRIC] = per_run.ci_high
-    metrics[N_SLIDES_MISSING_METRIC] = summary.n_slides_missing
-    if summary.navigation is not None:
-        metrics.update(navigation_metrics(summary.navigation))
-    for status, count in summary.counts_by_status.items():
-        metrics[f"{STATUS_METRIC_PREFIX}{status}"] = count
-    for cause, count in summary.setup_causes.items():
-        metrics[f"{SETUP_METRIC_PREFIX}{cause}"] = count
-    if summary.setup_failure:  # halted on a setup failure: no score to show, only what happened
-        for name in SCORE_METRICS:
-            metrics.pop(name, None)
-    return {name: float(value) for name, value in metrics.items() if value is not None}
+    """summary.json's metrics, under the names its fields declare (giant.record.logged; values copied,
+    never recomputed); the by-step lists are `summary_steps`."""
+    return {metric.name: metric.value for metric in _logged(summary) if metric.step is None}
 
 
-# The metrics that state a score; a run halted by a setup failure logs none of them, so it never
-# becomes a table cell (giant.tracking.tables reads metric_boot_mean).
-def navigation_metrics(nav: NavigationSummary) -> dict[str, float | None]:
-    """NavigationSummary's scalar fields as `nav_<field>`; a bootstrap as its point and interval."""
-    metrics: dict[str, float | None] = {}
-    for name, value in nav:
-        key = f"{NAVIGATION_METRIC_PREFIX}{name}"
-        if isinstance(value, Bootstrap):
-            metrics.update(
-                {key: value.point, key + CI_LOW_SUFFIX: value.ci_low, key + CI_HIGH_SUFFIX: value.ci_high}
-            )
-        elif isinstance(value, int | float) or value is None:
-            metrics[key] = value
-    return metrics
+def _logged(summary: Summary) -> list[Logged]:
+    """What the summary's declarations log. A run halted by a setup failure logs no score and no steps,
+    so it never becomes a table cell (giant.tracking.tables reads metric_boot_mean): only what happened."""
+    halted = bool(summary.setup_failure)
+    return [m for m in logged_values(summary) if not (halted and (m.score or m.step is not None))]
 
-
-def navigation_steps(nav: NavigationSummary | None, now: int) -> list[Metric]:
-    """The by-step lists, one MLflow step per crop (step 1: the first crop)."""
-    if nav is None:
-        return []
-    return [
-        Metric(f"{NAVIGATION_METRIC_PREFIX}{name}", float(value), now, n)
-        for name in BY_STEP
-        for n, value in enumerate(getattr(nav, name), 1)
-        if value is not None
-    ]
-
-
-BY_STEP = tuple(
-    name
-    for name, field in NavigationSummary.model_fields.items()
-    if field.annotation in (list[float], list[float | None])
-)
-
-SCORE_METRICS = (
-    *(MAIN_METRIC, BOOT_MEAN_METRIC, BOOT_STD_METRIC, CI_LOW_METRIC, CI_HIGH_METRIC),
-    *(SCORED_ONLY_METRIC, ACCURACY_METRIC, BALANCED_ACCURACY_METRIC, PER_RUN_MEAN_METRIC, PER_RUN_STD_METRIC),
-    *(PER_RUN_BOOT_MEAN_METRIC, PER_RUN_BOOT_STD_METRIC, PER_RUN_CI_LOW_METRIC, PER_RUN_CI_HIGH_METRIC),
-)
 
 DATASET_ATTEMPTS = 4  # linking the questions' dataset, when another job inserted it at the same moment
 
@@ -421,10 +278,7 @@ class JobRun:
 
     def log_summary(self, summary: Summary) -> None:
         now = get_current_time_millis()
-        metrics = [Metric(name, value, now, 0) for name, value in summary_metrics(summary).items()]
-        if not summary.setup_failure:
-            metrics += [Metric(RUN_METRIC, value, now, k) for k, value in enumerate(summary.per_run)]
-            metrics += navigation_steps(summary.navigation, now)
+        metrics = [Metric(m.name, m.value, now, m.step or 0) for m in _logged(summary)]
         self.client.log_batch(self.run_id, metrics=metrics)
         status = "stopped" if summary.setup_failure else "complete" if summary.complete else "incomplete"
         tags = {STATUS_TAG: status, DATASET_TAG: summary.benchmark, METRIC_NAME_TAG: summary.metric_name}

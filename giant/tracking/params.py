@@ -5,21 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from giant.roles import flatten
 from giant.secrets import REDACTED, is_secret_key, scrub
 
 ELLIPSIS = "..."
-
-
-def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """{"agent": {"max_steps": 20}} -> {"agent.max_steps": 20}; lists stay one leaf."""
-    flat: dict[str, Any] = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
-            flat.update(flatten(value, f"{name}."))
-        else:
-            flat[name] = value
-    return flat
 
 
 def to_params(data: Mapping[str, Any], *, secrets: list[str], max_length: int) -> dict[str, str]:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import openslide
+import tifffile
 from PIL import Image, ImageDraw
 from scipy import ndimage
 
@@ -33,15 +34,19 @@ ANNOTATION_SIDE = 2048  # cells on the long side of a GeoJSON grid (a 24 px mark
 MASK_LEVEL_SIDE = 1024
 MAX_FLAT_PIXELS = 16_000_000  # read whole at most this (64 MB as RGBA): a larger mask must be a pyramid
 
+TIFF_SUFFIXES = (".tif", ".tiff")
+
 
 class AnnotationError(ValueError):
     """An annotation file that cannot be read as its format; the message names the file and the fix."""
 
 
-def geojson_grid(
-    path: Path, width: int, height: int, targets: Collection[str], side: int = ANNOTATION_SIDE
-) -> CropTissue:
-    """The target classes' polygons of a QuPath GeoJSON export on a grid over the `width` x `height` slide."""
+Rings = list[list[tuple[float, float]]]  # closed rings in level-0 px
+
+
+def geojson_polygons(path: Path, targets: Collection[str]) -> list[Rings]:
+    """The target classes' polygons of a QuPath GeoJSON export (each: its outer ring, then its holes),
+    read once for both the grid and the outlines drawn on the pages."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -51,11 +56,7 @@ def geojson_grid(
     features = data.get("features") if isinstance(data, dict) else data
     if not isinstance(features, list):
         raise AnnotationError(f"{path}: no `features` list; export a FeatureCollection from QuPath")
-    factor = side / max(width, height)
-    cols, rows = max(1, round(width * factor)), max(1, round(height * factor))
-    canvas = Image.new("1", (cols, rows), 0)
-    draw = ImageDraw.Draw(canvas)
-    sx, sy = cols / width, rows / height
+    found: list[Rings] = []
     for feature in features:
         if not isinstance(feature, dict) or feature_class(feature) not in targets:
             continue
@@ -63,11 +64,30 @@ def geojson_grid(
         kind, coords = geometry.get("type"), geometry.get("coordinates") or []
         polygons = [coords] if kind == "Polygon" else coords if kind == "MultiPolygon" else []
         for rings in polygons:
-            for n, ring in enumerate(rings):
-                points = [(float(x) * sx, float(y) * sy) for x, y, *_ in ring]
-                if len(points) >= 3:
-                    draw.polygon(points, fill=0 if n else 1, outline=0 if n else 1)
+            found.append([[(float(x), float(y)) for x, y, *_ in ring] for ring in rings])
+    return [polygon for polygon in found if polygon and polygon[0]]
+
+
+def polygons_grid(polygons: list[Rings], width: int, height: int, side: int = ANNOTATION_SIDE) -> CropTissue:
+    """`polygons` (level-0 px; later rings are holes) drawn on a grid over the `width` x `height` slide."""
+    factor = side / max(width, height)
+    cols, rows = max(1, round(width * factor)), max(1, round(height * factor))
+    canvas = Image.new("1", (cols, rows), 0)
+    draw = ImageDraw.Draw(canvas)
+    sx, sy = cols / width, rows / height
+    for rings in polygons:
+        for n, ring in enumerate(rings):
+            points = [(x * sx, y * sy) for x, y in ring]
+            if len(points) >= 3:
+                draw.polygon(points, fill=0 if n else 1, outline=0 if n else 1)
     return CropTissue.from_array(np.asarray(canvas, dtype=bool), width, height)
+
+
+def geojson_grid(
+    path: Path, width: int, height: int, targets: Collection[str], side: int = ANNOTATION_SIDE
+) -> CropTissue:
+    """The target classes' polygons of a QuPath GeoJSON export on a grid over the `width` x `height` slide."""
+    return polygons_grid(geojson_polygons(path, targets), width, height, side)
 
 
 def feature_class(feature: Mapping[str, object]) -> str | None:
@@ -82,21 +102,12 @@ def feature_class(feature: Mapping[str, object]) -> str | None:
     return str(found) if found is not None else None
 
 
-def outlines(path: Path, targets: Collection[str]) -> list[list[tuple[float, float]]]:
+def outlines(path: Path, targets: Collection[str]) -> Rings:
     """The outer rings of the target polygons of a GeoJSON file (level-0 px), for drawing."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    rings = []
-    for feature in data.get("features", []) if isinstance(data, dict) else []:
-        if feature_class(feature) not in targets:
-            continue
-        geometry = feature.get("geometry") or {}
-        coords = geometry.get("coordinates") or []
-        polygons = [coords] if geometry.get("type") == "Polygon" else coords
-        rings += [[(float(x), float(y)) for x, y, *_ in polygon[0]] for polygon in polygons if polygon]
-    return rings
+    return [polygon[0] for polygon in geojson_polygons(path, targets)]
 
 
-def grid_outlines(grid: CropTissue) -> list[list[tuple[float, float]]]:
+def grid_outlines(grid: CropTissue) -> Rings:
     """Each connected area of a grid as its bounding box (a closed ring in level-0 px)."""
     rows, cols = grid.shape
     sx, sy = grid.width / cols, grid.height / rows
@@ -127,7 +138,13 @@ def mask_grid(
 
 def _mask_values(path: Path) -> tuple[np.ndarray, float]:
     """The mask's class values (first channel) and the downsample of the level they were read at: a
-    low pyramid level, or the whole of a small flat file."""
+    low pyramid level, or the whole of a small flat file. A TIFF is read by tifffile, which decodes
+    just that level's page (about 10x faster than OpenSlide's RGBA read of it); other files, and a
+    TIFF tifffile cannot take apart, by OpenSlide, then PIL."""
+    if path.suffix.lower() in TIFF_SUFFIXES:
+        found = _tiff_values(path)
+        if found is not None:
+            return found
     try:
         handle = openslide.OpenSlide(str(path))
     except (openslide.OpenSlideError, OSError):
@@ -137,25 +154,54 @@ def _mask_values(path: Path) -> tuple[np.ndarray, float]:
             level = _coarsest_level(handle.level_dimensions)
             w, h = handle.level_dimensions[level]
             if w * h > MAX_FLAT_PIXELS:
-                raise AnnotationError(
-                    f"{path}: its coarsest level of at least {MASK_LEVEL_SIDE} px is {w}x{h}, too large to "
-                    "read whole; write it with more pyramid levels or at a lower resolution"
-                )
+                raise AnnotationError(_too_large(path, w, h, pyramid=True))
             rgba = np.asarray(handle.read_region((0, 0), level, (w, h)))
             return rgba[..., 0], handle.level_dimensions[0][0] / w
     try:
         with Image.open(path) as image:
             if image.width * image.height > MAX_FLAT_PIXELS:
-                raise AnnotationError(
-                    f"{path}: a {image.width}x{image.height} flat label mask is too large to read whole; "
-                    "write it as a pyramidal TIFF or at a lower resolution (with annotations.mask_downsample)"
-                )
+                raise AnnotationError(_too_large(path, image.width, image.height, pyramid=False))
             array = np.asarray(image)
     except (OSError, Image.DecompressionBombError) as exc:
         raise AnnotationError(
             f"{path}: not a readable label mask ({exc}); give a PNG or TIFF of class values"
         ) from None
     return (array[..., 0] if array.ndim == 3 else array), 1.0
+
+
+def _tiff_values(path: Path) -> tuple[np.ndarray, float] | None:
+    """The first channel of a TIFF's coarsest level of at least MASK_LEVEL_SIDE (its pyramid as
+    tifffile groups it: reduced pages or SubIFDs) and that level's downsample; None: not a TIFF
+    tifffile can read as one image."""
+    try:
+        with tifffile.TiffFile(path) as tif:
+            levels = tif.series[0].levels
+            sizes = tuple((int(lv.keyframe.imagewidth), int(lv.keyframe.imagelength)) for lv in levels)
+            n = _coarsest_level(sizes)
+            w, h = sizes[n]
+            too_large = w * h > MAX_FLAT_PIXELS  # said outside: never read such a level whole
+            values, axes = (None, "") if too_large else (levels[n].asarray(), levels[n].axes)
+    except (tifffile.TiffFileError, OSError, ValueError, IndexError, KeyError):
+        return None
+    if values is None:
+        raise AnnotationError(_too_large(path, w, h, pyramid=len(sizes) > 1))
+    if "S" in axes:  # samples (RGB): the class is the first channel
+        values, axes = np.take(values, 0, axis=axes.index("S")), axes.replace("S", "")
+    if values.ndim != 2 or axes != "YX":
+        return None
+    return values, sizes[0][0] / w
+
+
+def _too_large(path: Path, w: int, h: int, *, pyramid: bool) -> str:
+    if pyramid:
+        return (
+            f"{path}: its coarsest level of at least {MASK_LEVEL_SIDE} px is {w}x{h}, too large to "
+            "read whole; write it with more pyramid levels or at a lower resolution"
+        )
+    return (
+        f"{path}: a {w}x{h} flat label mask is too large to read whole; "
+        "write it as a pyramidal TIFF or at a lower resolution (with annotations.mask_downsample)"
+    )
 
 
 def _coarsest_level(dimensions: tuple[tuple[int, int], ...]) -> int:

@@ -7,24 +7,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
+from hydra import compose
 
-from giant.confdir import CONF_DIR
+from giant.cli.callbacks import check_launcher
 from giant.errors import ConfigError
-from giant.tracking.callbacks import check_launcher
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "run_eval.py"
-
-
-@pytest.fixture(scope="module")
-def hydra_init() -> Iterator[None]:
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        yield
 
 
 def test_a_signal_at_the_time_limit_stops_the_sweep_before_submission(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
-"""A sweep is checked as a whole before it starts (giant.sweep_check): the data of every job, with the
+"""A sweep is checked as a whole before it starts (giant.cli.sweep_check): the data of every job, with the
 check a single run makes, one line per distinct problem naming the jobs it affects, exit 2, and no
 MLflow store, parent run or job folder made. A job that fails anyway ends the sweep with one line per
-distinct cause (giant.outcomes.failure_lines)."""
+distinct cause (giant.cli.outcomes.failure_lines)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from giant.cli.outcomes import JobOutcome, failure_lines
 from giant.data.demo import build_demo
-from giant.outcomes import JobOutcome, failure_lines
 from tests.cli.test_run_eval import SECRET, Env
 
 BRIEF = ("-m", "dataset=tcga,panda", "agent.max_steps=5,10,20")  # the issue's sweep: 6 jobs

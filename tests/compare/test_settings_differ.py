@@ -3,23 +3,14 @@ records as a job writes them (RunSettings.record(), its resolved_config.json).""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-from hydra import compose, initialize_config_dir
+from hydra import compose
 
 from giant.compare.pairs import compare_runs
 from giant.compare.sources import RunData, outcomes
-from giant.config import CONF_DIR, RunSettings
+from giant.config import RunSettings
 from giant.record import ResultRecord
 
 BASE = ["provider=openai", "dry_run=true"]
-
-
-@pytest.fixture(scope="module")
-def hydra_init() -> Iterator[None]:
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        yield
 
 
 def _job(name: str, overrides: list[str]) -> RunData:

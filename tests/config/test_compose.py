@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
+from hydra import compose
 from omegaconf import DictConfig
 
 from giant.config import CONF_DIR, GROUPS, PROJECT_ROOT, RunSettings, group_options
@@ -20,12 +19,6 @@ REQUIRED = {
     "custom": [f"dataset.path={PROJECT_ROOT / 'conf' / 'config.yaml'}"],  # any existing file
     "transformers": ["provider=openai_compatible", "provider.model=/models/tiny-llava"],
 }
-
-
-@pytest.fixture(scope="module")
-def hydra_init() -> Iterator[None]:
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        yield
 
 
 def _compose(overrides: list[str], *, hydra: bool = False) -> DictConfig:

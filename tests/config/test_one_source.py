@@ -4,13 +4,12 @@ downloads from."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import huggingface_hub.constants
 import pytest
 import yaml
-from hydra import compose, initialize_config_dir
+from hydra import compose
 from pydantic import BaseModel
 
 from giant.config import (
@@ -25,12 +24,6 @@ from giant.config import (
 )
 from giant.errors import ConfigError
 from giant.job import load_data
-
-
-@pytest.fixture(scope="module")
-def hydra_init() -> Iterator[None]:
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        yield
 
 
 @pytest.mark.parametrize("model", [PathSettings, DatasetSettings, RunOptions, TrackingSettings, RunSettings])

@@ -3,13 +3,11 @@ the roles: what a job hashes, what a re-score may change, what a comparison name
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from hydra import compose, initialize_config_dir
+from hydra import compose
 from pydantic import BaseModel
 
-from giant.config import CONF_DIR, RunOptions, RunSettings, record_keys, record_roles
+from giant.config import RunOptions, RunSettings, record_keys, record_roles
 from giant.eval.scoring_settings import ScoringSettings
 from giant.roles import Method, Role, UndeclaredRole, hashed_part, role_of, roles
 
@@ -25,12 +23,6 @@ COMBINATIONS = [
         "provider.base_url=http://x/v1",
     ],
 ]
-
-
-@pytest.fixture(scope="module")
-def hydra_init() -> Iterator[None]:
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        yield
 
 
 def _settings(overrides: list[str]) -> RunSettings:

@@ -7,10 +7,13 @@ disagree, fails a test that names the key. The site build itself is tests/docs/t
 
 from __future__ import annotations
 
+import importlib
 import logging
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import markdown
@@ -38,12 +41,25 @@ from giant.fetch_job import FetchOptions
 from giant.llm.config import PROVIDER_NAMES, SETTINGS
 from giant.llm.serve import ServerSettings
 from giant.tools import TOOLS
-from scripts import config_reference as ref
 
 PAGE = "reference/configuration.md"
 HOOKS = PROJECT_ROOT / "scripts" / "docs_hooks.py"
 # The fields of an entry point's model that are config groups documented in their own sections.
 GROUP_FIELDS = {"provider", "agent", "tools", "tracking"}
+
+
+def _generator() -> ModuleType:
+    """scripts/config_reference.py imported as MkDocs imports its hook: from scripts/, beside the
+    scripts it imports (ask.py); sys.path is restored after."""
+    saved = list(sys.path)
+    sys.path.insert(0, str(PROJECT_ROOT / "scripts"))
+    try:
+        return importlib.import_module("config_reference")
+    finally:
+        sys.path[:] = saved
+
+
+ref = _generator()
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +93,7 @@ def models(rescore: type[BaseModel]) -> dict[str, list[tuple[str, type[BaseModel
         "tracking": [("tracking.", TrackingSettings, set())],
         "server": [("server.", ServerSettings, set())],
         "fetch": [("", FetchOptions, {"fetch"}), ("fetch.", FetchSettings, set())],
-        "ask": [("", ref.ask_settings(), GROUP_FIELDS)],
+        "ask": [("", ref.AskSettings, GROUP_FIELDS)],
         "rescore": [("", rescore, GROUP_FIELDS)],
     }
 
@@ -299,7 +315,7 @@ def test_conf_and_models_have_the_same_keys(
     entry = {name: raw(cfg) for name, cfg in composed["entry"].items()}
     check("fetch.yaml fetch", FetchSettings, entry["fetch"]["fetch"], "fetch.")
     assert "check" in entry["fetch"] and set(FetchOptions.model_fields) == {"fetch", "check", "annotations"}
-    for name, model in (("ask", ref.ask_settings()), ("rescore", rescore_settings)):
+    for name, model in (("ask", ref.AskSettings), ("rescore", rescore_settings)):
         own = {k: v for k, v in entry[name].items() if k not in (*GROUP_FIELDS, "paths")}
         kept = _leaves(model, "", set(GROUP_FIELDS))
         own_keys = set(leaves(own, "", frozenset(_whole(model))))
@@ -416,20 +432,27 @@ def hook_config() -> tuple[MkDocsConfig, Any]:
     return config, hooks[0]
 
 
-def test_the_hook_adds_the_generated_page() -> None:
-    config, _ = hook_config()
-    files = config.plugins.on_files(Files([]), config=config)  # as a build calls it
-    page = files.get_file_from_path(PAGE)
-    assert page is not None and page.generated_by is not None
-    assert page.content_string == ref.render()
-    assert not (PROJECT_ROOT / "docs" / PAGE).exists(), (
-        "the reference is generated: it is never a file in docs/"
+def test_the_hook_puts_the_generated_page_in_the_placeholders_place(caplog: pytest.LogCaptureFixture) -> None:
+    """docs/ holds a placeholder (a reader of the repository is told where the page comes from); a
+    build replaces it with the generated page, quietly."""
+    config, hook = hook_config()
+    placeholder = PROJECT_ROOT / "docs" / PAGE
+    assert placeholder.read_text().startswith(hook.PLACEHOLDER)
+    committed = File(
+        PAGE, src_dir=str(placeholder.parents[1]), dest_dir=config.site_dir, use_directory_urls=False
     )
+    with caplog.at_level(logging.WARNING):
+        files = config.plugins.on_files(Files([committed]), config=config)  # as a build calls it
+    [page] = [f for f in files if f.src_uri == PAGE]
+    assert page.generated_by is not None and page.content_string == ref.render()
+    assert caplog.text == ""
 
 
-def test_the_hook_replaces_a_stale_copy(caplog: pytest.LogCaptureFixture) -> None:
+def test_the_hook_replaces_a_stale_copy(caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
     config, _ = hook_config()
-    stale = File(PAGE, src_dir=str(PROJECT_ROOT / "docs"), dest_dir=config.site_dir, use_directory_urls=False)
+    (tmp_path / PAGE).parent.mkdir(parents=True)
+    (tmp_path / PAGE).write_text("# Configuration reference\n\n| `agent.max_steps` | `int` | `20` |\n")
+    stale = File(PAGE, src_dir=str(tmp_path), dest_dir=config.site_dir, use_directory_urls=False)
     with caplog.at_level(logging.WARNING):
         files = config.plugins.on_files(Files([stale]), config=config)
     assert [f.content_string for f in files if f.src_uri == PAGE] == [ref.render()]

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
+from hydra import compose
 
 from giant.agent.modes import parse_agent
 from giant.config import CONF_DIR, RunSettings, check_override_keys
@@ -73,12 +72,6 @@ def test_a_setting_of_another_provider_is_one_line_naming_its_owners(
     message = str(info.value)
     assert f"{key} is not a setting of provider={name} ({owners}); remove it" in message
     assert "\n" not in message
-
-
-@pytest.fixture
-def hydra_init() -> Iterator[None]:
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        yield
 
 
 def test_wrong_provider_setting_through_the_cli_config_is_one_line(hydra_init: None) -> None:

@@ -10,11 +10,11 @@ import pytest
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
+from giant.cli.callbacks import SWEEP_TABLE, MlflowSweepCallback
 from giant.config import CONF_DIR, RunSettings
 from giant.core import Item
 from giant.record.summary import Bootstrap, Provenance, Summary, Totals
 from giant.secrets import REDACTED, is_secret_key, secret_values
-from giant.tracking.callbacks import SWEEP_TABLE, MlflowSweepCallback
 from giant.tracking.mlflow_logger import PARENT_TAG, JobRun, SweepInfo, job_tags, summary_metrics
 from giant.tracking.params import to_params
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from giant.record.summary import Bootstrap, Provenance, Summary
-from giant.tracking.mlflow_logger import SCORE_METRICS, summary_metrics
+from giant.tracking.mlflow_logger import summary_metrics
 from giant.tracking.names import (
     PER_RUN_BOOT_MEAN_METRIC,
     PER_RUN_BOOT_STD_METRIC,
@@ -78,8 +78,10 @@ def test_summary_metrics_log_the_per_run_bootstrap_only_with_k_runs() -> None:
     assert with_boot[PER_RUN_CI_HIGH_METRIC] == pytest.approx(0.371)
     single = summary_metrics(_summary("tcga", _boot(0.3, 0.03, 0.06), None, k=1))
     assert not {PER_RUN_MEAN_METRIC, PER_RUN_BOOT_MEAN_METRIC, PER_RUN_CI_LOW_METRIC} & set(single)
-    per_run_names = {PER_RUN_BOOT_MEAN_METRIC, PER_RUN_BOOT_STD_METRIC}
-    assert per_run_names | {PER_RUN_CI_LOW_METRIC, PER_RUN_CI_HIGH_METRIC} <= set(SCORE_METRICS)
+    per_run_names = {PER_RUN_BOOT_MEAN_METRIC, PER_RUN_BOOT_STD_METRIC, PER_RUN_CI_LOW_METRIC}
+    halted = _summary("tcga", _boot(0.3, 0.03, 0.06), _boot(0.31, 0.032, 0.061))
+    stopped = summary_metrics(halted.model_copy(update={"setup_failure": "fatal"}))
+    assert not (per_run_names | {PER_RUN_CI_HIGH_METRIC}) & set(stopped)  # scores: not logged when halted
 
 
 # Per task: (vote mean, per-run mean), fractions; the std is a tenth of the mean, the interval +- 2 std.

@@ -1,5 +1,6 @@
-"""Job runs read back from MLflow as `RunRecord`s, by the tag and metric names of giant.tracking.names
-(so a table can be rebuilt at any time from the store alone, no output folders needed).
+"""Job runs read back from MLflow as `RunRecord`s: the tags by the names of giant.tracking.names, the
+metrics as the summary's fields that declared them (giant.record.logged.read_logged, by path), so a
+table can be rebuilt at any time from the store alone, no output folders needed.
 
 A job with k > 1 runs per item is two records: its vote ("xk", the metric) and its per-run mean ("x1":
 the mean over the k runs of each run's metric, with that mean's bootstrap), which shares its row with
@@ -17,31 +18,15 @@ from mlflow.entities import Run
 from giant.agent.modes import find_mode
 from giant.agent.modes.base import SettingValue
 from giant.errors import ConfigError
+from giant.record.logged import read_logged
+from giant.record.summary import Summary
 from giant.tracking.names import (
     AGENT_MODE_TAG,
-    BOOT_MEAN_METRIC,
-    BOOT_STD_METRIC,
-    CALLS_BATCH_METRIC,
-    CALLS_FLEX_METRIC,
-    CALLS_PAID_METRIC,
-    CI_HIGH_METRIC,
-    CI_LOW_METRIC,
-    COST_BATCH_METRIC,
-    COST_FLEX_METRIC,
-    COST_METRIC,
-    COST_PER_ITEM_METRIC,
     CROP_SIZE_TAG,
     DATASET_DIGEST_TAG,
     DATASET_TAG,
     MAX_STEPS_TAG,
     MODEL_TAG,
-    N_ITEMS_METRIC,
-    N_SCORED_METRIC,
-    NAVIGATION_METRIC_PREFIX,
-    PER_RUN_BOOT_MEAN_METRIC,
-    PER_RUN_BOOT_STD_METRIC,
-    PER_RUN_CI_HIGH_METRIC,
-    PER_RUN_CI_LOW_METRIC,
     REPORT_ROLE,
     RESCORE_TAG,
     ROLE_TAG,
@@ -68,47 +53,43 @@ def _count(value: float | None) -> int | None:
     return None if value is None else round(value)
 
 
-def _tiers(metrics: dict[str, float]) -> TierSpend | None:
-    """Calls and dollars per billing tier; None for a run logged before these metrics existed."""
-    if CALLS_PAID_METRIC not in metrics:
+def _tiers(logged: dict[str, float]) -> TierSpend | None:
+    """Calls and dollars per billing tier (TierSpend's fields are the summary's totals of the same
+    names); None for a run logged before these metrics existed."""
+    if "totals.calls_paid" not in logged:
         return None
-    return TierSpend(
-        calls_paid=round(metrics[CALLS_PAID_METRIC]),
-        calls_flex=round(metrics.get(CALLS_FLEX_METRIC, 0)),
-        calls_batch=round(metrics.get(CALLS_BATCH_METRIC, 0)),
-        cost_usd=metrics.get(COST_METRIC),
-        cost_flex_usd=metrics.get(COST_FLEX_METRIC, 0.0),
-        cost_batch_usd=metrics.get(COST_BATCH_METRIC, 0.0),
-    )
+    fields = {name: logged[f"totals.{name}"] for name in TierSpend.model_fields if f"totals.{name}" in logged}
+    return TierSpend.model_validate(fields)
 
 
 def _records(run: Run) -> list[RunRecord]:
     """The run's record, and with k > 1 runs per item also its per-run mean's; none for a run that is
     not a job or logged no score."""
-    record = _record(run)
+    logged = read_logged(Summary, run.data.metrics)
+    record = _record(run, logged)
     if record is None:
         return []
-    per_run = _per_run_record(record, run.data.metrics)
+    per_run = _per_run_record(record, logged)
     return [record] if per_run is None else [record, per_run]
 
 
-def _per_run_record(record: RunRecord, metrics: dict[str, float]) -> RunRecord | None:
+def _per_run_record(record: RunRecord, logged: dict[str, float]) -> RunRecord | None:
     """A k-run job's per-run mean as a one-run record (so it takes a one-run job's row and published
     row); its cost per item is one run's (the job's over k), its tier spend stays with the vote's
     record (counted once), its failed items are unknown. None for k = 1, or when the per-run bootstrap
     was not logged (a run of an older giant)."""
     k = record.runs_per_item
-    if k < 2 or PER_RUN_BOOT_MEAN_METRIC not in metrics or PER_RUN_BOOT_STD_METRIC not in metrics:
+    if k < 2 or "per_run_bootstrap.mean" not in logged or "per_run_bootstrap.std" not in logged:
         return None
     cost = record.cost_per_item
     return record.model_copy(
         update={
             "runs_per_item": 1,
             "per_run_mean_of": k,
-            "mean": metrics[PER_RUN_BOOT_MEAN_METRIC],
-            "std": metrics[PER_RUN_BOOT_STD_METRIC],
-            "ci_low": metrics.get(PER_RUN_CI_LOW_METRIC),
-            "ci_high": metrics.get(PER_RUN_CI_HIGH_METRIC),
+            "mean": logged["per_run_bootstrap.mean"],
+            "std": logged["per_run_bootstrap.std"],
+            "ci_low": logged.get("per_run_bootstrap.ci_low"),
+            "ci_high": logged.get("per_run_bootstrap.ci_high"),
             "failed": None,
             "cost_per_item": None if cost is None else cost / k,
             "tiers": None,
@@ -133,11 +114,12 @@ def _other_row_settings(
     return out
 
 
-def _record(run: Run) -> RunRecord | None:
-    tags, metrics = run.data.tags, run.data.metrics
+def _record(run: Run, logged: dict[str, float]) -> RunRecord | None:
+    """The job's record from its tags, params and its summary's fields as logged (`logged`, by path)."""
+    tags = run.data.tags
     if tags.get(ROLE_TAG) in SKIP_ROLES or DATASET_TAG not in tags:
         return None
-    if BOOT_MEAN_METRIC not in metrics or BOOT_STD_METRIC not in metrics:
+    if "metric.mean" not in logged or "metric.std" not in logged:
         return None
     settings: dict[str, SettingValue] = {
         name.removeprefix("agent."): number
@@ -157,22 +139,22 @@ def _record(run: Run) -> RunRecord | None:
         settings=settings,
         tools=tuple(re.findall(r"\w+", run.data.params.get("agent.tools", ""))),
         prompts=run.data.params.get("agent.prompts", ""),
-        mean=metrics[BOOT_MEAN_METRIC],
-        std=metrics[BOOT_STD_METRIC],
-        ci_low=metrics.get(CI_LOW_METRIC),
-        ci_high=metrics.get(CI_HIGH_METRIC),
-        n_items=_count(metrics.get(N_ITEMS_METRIC)),
-        failed=_count(metrics[N_ITEMS_METRIC] - metrics[N_SCORED_METRIC])
-        if N_ITEMS_METRIC in metrics and N_SCORED_METRIC in metrics
+        mean=logged["metric.mean"],
+        std=logged["metric.std"],
+        ci_low=logged.get("metric.ci_low"),
+        ci_high=logged.get("metric.ci_high"),
+        n_items=_count(logged.get("n_items")),
+        failed=_count(logged["n_items"] - logged["n_scored"])
+        if "n_items" in logged and "n_scored" in logged
         else None,
-        cost_per_item=metrics.get(COST_PER_ITEM_METRIC),
-        tiers=_tiers(metrics),
+        cost_per_item=logged.get("cost_per_item"),
+        tiers=_tiers(logged),
         complete=tags.get(STATUS_TAG) != "incomplete",
         dataset_digest=tags.get(DATASET_DIGEST_TAG, ""),
         navigation={
-            name.removeprefix(NAVIGATION_METRIC_PREFIX): value
-            for name, value in metrics.items()
-            if name.startswith(NAVIGATION_METRIC_PREFIX)
+            path.removeprefix("navigation."): value
+            for path, value in logged.items()
+            if path.startswith("navigation.")
         },
         start_time=_int_or_none(tags.get(SOURCE_START_TAG)) or run.info.start_time or 0,
         rescored_at=(run.info.start_time or 0) if RESCORE_TAG in tags else 0,

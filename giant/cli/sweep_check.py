@@ -19,10 +19,10 @@ from hydra import compose
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from giant.cli.sweep import sweep_jobs
 from giant.config import PathSettings, RunSettings
 from giant.errors import EXIT_CONFIG, ConfigError, exit_with
 from giant.job import check_data
-from giant.tracking.callbacks import sweep_jobs
 
 PROG = "run_eval"
 

@@ -4,7 +4,7 @@ A job of a sweep that stops on purpose (a config error, a run that could not be 
 interrupt) must not end the whole sweep, and Hydra's launchers carry no exit code back from a job
 (joblib's workers and SLURM's nodes are other processes). So each job writes its outcome to
 `<sweep dir>/outcomes/<job number>.json`, and the launching process reads them all when the sweep
-ends (giant.tracking.callbacks): one line per cause lists the jobs that did not complete, the script exits
+ends (giant.cli.callbacks): one line per cause lists the jobs that did not complete, the script exits
 with the highest code, and the sweep's MLflow parent run counts jobs that never opened a run.
 """
 

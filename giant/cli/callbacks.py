@@ -6,7 +6,7 @@ the launching process, before any job: it validates every job's settings (and a 
 requeue signal against its time limit), creates the store, the experiment and the parent run (so
 parallel jobs never race to create the sqlite schema), and writes the parent's id into the sweep
 directory, where each job (any launcher, any process or node) finds it. `on_multirun_end`, also in
-the launching process, reads the jobs' outcomes (giant.outcomes), closes the parent with the jobs'
+the launching process, reads the jobs' outcomes (giant.cli.outcomes), closes the parent with the jobs'
 aggregate status, lists the jobs that did not complete (one line per cause) and exits with the highest of
 their codes.
 """
@@ -21,14 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hydra import compose
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from giant.cli.outcomes import JobOutcome, clear_outcomes, exit_code, failure_lines, read_outcomes
+from giant.cli.sweep import sweep_jobs, swept_settings
 from giant.config import PathSettings, RunSettings, TrackingSettings
 from giant.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, ConfigError, exit_with
-from giant.outcomes import JobOutcome, clear_outcomes, exit_code, failure_lines, read_outcomes
 from giant.secrets import scrub, secret_values
 from giant.tracking.names import (
     AGENT_MODE_TAG,
@@ -72,27 +71,6 @@ TABLE_METRICS = (MAIN_METRIC, BOOT_STD_METRIC, N_ITEMS_METRIC, COST_METRIC)
 def tracking_settings(config: DictConfig) -> TrackingSettings:
     data = OmegaConf.to_container(config.tracking, resolve=True)
     return TrackingSettings.model_validate(data)
-
-
-def sweep_jobs(config: DictConfig) -> list[list[str]]:
-    """The override list of every job Hydra's basic sweeper will launch ([] for other sweepers)."""
-    if not str(config.hydra.sweeper.get("_target_", "")).endswith("BasicSweeper"):
-        return []
-    params = config.hydra.sweeper.get("params") or {}
-    arguments = [f"{key}={value}" for key, value in params.items()] + list(config.hydra.overrides.task)
-    parsed = OverridesParser.create().parse_overrides(arguments)
-    return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
-
-
-def swept_settings(config: DictConfig) -> dict[str, set[str]]:
-    """The settings the command line sweeps (`agent.max_steps=5,10,20`) and their values: keys with two
-    or more values across the jobs. Group choices (`agent=giant,paper`) are left to the jobs' params."""
-    values: dict[str, set[str]] = {}
-    for job in sweep_jobs(config):
-        for override in job:
-            key, _, value = override.partition("=")
-            values.setdefault(key.lstrip("+~"), set()).add(value)
-    return {key: seen for key, seen in sorted(values.items()) if len(seen) > 1 and "." in key}
 
 
 def validate_sweep(config: DictConfig) -> None:
