@@ -11,7 +11,7 @@ from pathlib import Path
 from giant.config import RunOptions, shipped
 from giant.eval.annotation_settings import AnnotationSettings
 from giant.eval.annotations import Annotations
-from giant.eval.runner import run_eval
+from giant.eval.runner import RunData, RunServices, run_eval
 from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.record.trajectory import Trajectory
@@ -51,17 +51,14 @@ def overview_job(root: Path) -> Path:
     notes = annotations(root / "annotations")
     out = root / "job"
     run = shipped(RunOptions, runs_per_item=RUNS, concurrency=3)
+    provider = build_provider(provider_settings("random", seed=7))
     job = run_eval(
-        make_items(len(SLIDES), SLIDES),
-        wsi_root=wsi_root,
-        provider=build_provider(provider_settings("random", seed=7)),
+        RunData(make_items(len(SLIDES), SLIDES), wsi_root, "da7a"),
+        RunServices(provider, annotations=notes, progress_bar=False),
         agent=AGENT,
         run=run,
         out_dir=out,
         config_hash="c0ffee",
-        dataset_hash="da7a",
-        progress_bar=False,
-        annotations=notes,
     )
     with ThreadPoolExecutor(1) as pool:  # a thread of its own: Playwright's sync API keeps a loop here
         pool.submit(asyncio.run, job).result()
