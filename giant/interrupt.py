@@ -20,6 +20,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -179,23 +180,31 @@ def guard_sweep() -> None:
     its own handler replaces this one: stop_on_signals); with no job running (the basic launcher
     between jobs, or SLURM jobs that run elsewhere) the sweep ends at once. The stop is recorded
     either way, so the sweep's parent run is closed as interrupted."""
+    signal.signal(signal.SIGTERM, partial(_on_sigterm, forward=True))
 
-    def on_sigterm(signum: int, frame: FrameType | None) -> None:
-        global _pending
-        note_stop(signal.Signals(signum).name)
-        children = _children()
-        for pid in children:
-            with suppress(ProcessLookupError):  # ended meanwhile
-                os.kill(pid, signum)
-        if children:
-            return
-        if _job_running:
-            _pending = signum
-            return
-        print("run_eval: stopped by SIGTERM; rerun the same command to resume", file=sys.stderr)
-        raise SystemExit(EXIT_TERMINATED)
 
-    signal.signal(signal.SIGTERM, on_sigterm)
+def guard_run() -> None:
+    """For a single run's process, from its first line of giant code: a SIGTERM while Hydra composes
+    the config or the job sets up (before the items' own handler listens) stops the job at its first
+    check, where it closes its MLflow run, or, before the job started, ends the process with one line
+    and exit 143 instead of the default silent death."""
+    signal.signal(signal.SIGTERM, partial(_on_sigterm, forward=False))
+
+
+def _on_sigterm(signum: int, frame: FrameType | None, *, forward: bool) -> None:
+    global _pending
+    note_stop(signal.Signals(signum).name)
+    children = _children() if forward else []
+    for pid in children:
+        with suppress(ProcessLookupError):  # ended meanwhile
+            os.kill(pid, signum)
+    if children:
+        return
+    if _job_running:
+        _pending = signum
+        return
+    print("run_eval: stopped by SIGTERM; rerun the same command to resume", file=sys.stderr)
+    raise SystemExit(EXIT_TERMINATED)
 
 
 def _children() -> list[int]:

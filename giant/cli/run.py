@@ -26,13 +26,15 @@ RESUME = "rerun the same command to resume (finished items are kept)"
 
 
 def start(main: Callable[[], object]) -> None:
-    """The process: the command line checked before Hydra runs, a sweep's SIGTERM guard, then the
-    Hydra app `main`; Ctrl-C outside a job is one line and exit 130."""
-    check_command_line(PROG, "config", sys.argv[1:])
-    if {"-m", "--multirun"} & set(sys.argv[1:]):
-        from giant.interrupt import guard_sweep
+    """The process: the SIGTERM guard (a sweep's, or a single run's), the command line checked before
+    Hydra runs, then the Hydra app `main`; Ctrl-C outside a job is one line and exit 130."""
+    from giant.interrupt import guard_run, guard_sweep
 
+    if {"-m", "--multirun"} & set(sys.argv[1:]):
         guard_sweep()  # SIGTERM reaches the sweep's job processes, which stop cleanly
+    else:
+        guard_run()  # SIGTERM while Hydra composes or the job sets up: one line, exit 143
+    check_command_line(PROG, "config", sys.argv[1:])
     try:
         main()
     except KeyboardInterrupt:  # Ctrl-C outside a job: between two jobs of a sweep, or while one starts

@@ -122,6 +122,24 @@ def test_sigterm_stops_cleanly_and_the_rerun_resumes_the_same_mlflow_run(cli: En
 
 
 @pytest.mark.slow
+def test_sigterm_while_the_job_sets_up_is_one_line_and_no_item_starts(cli: Env) -> None:
+    """Hydra has made the job's folder, the job is loading its data and opening MLflow: the items'
+    handler does not listen yet. Python's default would end the process at once, silently (-15)."""
+    run_dir = cli.tmp / "setup"
+    args = ["provider=scripted", f"provider.script={_script(cli, 0.6)}", "seed=7"]
+    args += [f"tracking.uri={cli.uri}", f"hydra.run.dir={run_dir}"]
+    proc = _start(cli, args)
+    deadline = time.monotonic() + 120
+    while not (run_dir / ".hydra" / "config.yaml").is_file():
+        assert proc.poll() is None and time.monotonic() < deadline, "the job never started"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    _assert_one_line_stop(proc, stderr)
+    assert _lines(run_dir / "results.jsonl") == []  # stopped at its first check: no item ran
+
+
+@pytest.mark.slow
 def test_sigterm_during_a_sweep_closes_its_parent_as_interrupted_not_failed(cli: Env) -> None:
     sweep_dir = cli.tmp / "sweep"
     args = ["-m", "provider=scripted", f"provider.script={_script(cli, 0.6)}", "agent.max_steps=19,20"]
