@@ -55,13 +55,12 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
 }
 # Every field the agent gives each template (giant.agent.instructions): any other name is a mistake.
 FIELDS: dict[str, tuple[str, ...]] = {
-    "system": (
-        "width", "height", "max_steps", "crop_size", "pacing", "context", "note_tool", "mode", "answer_format",
-    ),
+    "system": ("width", "height", "max_steps", "crop_size", "pacing", "context", "note_tool", "mode")
+    + ("answer_format",),
     "random_regions_system": ("width", "height", "n_regions", "context", "answer_format"),
     "answer_format": (),
     "steps_left": ("left",),
-}  # fmt: skip
+}
 # A system prompt is about 1,500 characters and renders in well under a millisecond: these bounds only
 # stop a template that loops or multiplies its way to a hang or a huge request.
 MAX_RENDER_S = 1.0
@@ -97,7 +96,7 @@ class _Sandbox(SandboxedEnvironment):
         if deadline is not None and time.monotonic() > deadline:
             raise TemplateRefused(f"rendering took over {MAX_RENDER_S:g} s")
 
-    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         __self.tick()
         return super().call(__context, __obj, *args, **kwargs)
 
@@ -164,7 +163,7 @@ class Wording:
             for fields in _samples(name, self):
                 try:
                     self.render(name, **fields)
-                except Exception as exc:  # noqa: BLE001  (any failure of a user's template is its problem)
+                except Exception as exc:  # any failure of a user's template is its problem
                     known = isinstance(exc, TemplateRefused | jinja2.TemplateError)
                     what = str(exc).rstrip(".") if known else repr(exc)
                     fix = (

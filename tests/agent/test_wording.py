@@ -121,7 +121,7 @@ def test_a_template_that_reaches_past_its_fields_is_refused_on_one_line_before_a
         check_folder(tmp_path)
     message = str(info.value)
     assert named in message and str(tmp_path / name) in message and "\n" not in message
-    with pytest.raises(ValueError, match="is not a field|cannot be rendered|is not allowed"):
+    with pytest.raises(ValueError, match=r"is not a field|cannot be rendered|is not allowed"):
         parse_agent({"mode": "giant", "prompts": str(tmp_path)}, "openai")
 
 
@@ -137,8 +137,8 @@ def test_the_refused_template_stops_the_dry_run_with_exit_2_and_runs_nothing(tmp
         system + "{{ cycler.__init__.__globals__.os.popen('touch " + str(marker) + "').read() }}\n"
     )
     done = subprocess.run(
-        [sys.executable, "scripts/run_eval.py", "dry_run=true", "limit=1", f"agent.prompts={tmp_path / 'words'}",
-         f"hydra.run.dir={tmp_path / 'job'}"],
+        [sys.executable, "scripts/run_eval.py", "dry_run=true", "limit=1",
+         f"agent.prompts={tmp_path / 'words'}", f"hydra.run.dir={tmp_path / 'job'}"],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
