@@ -55,8 +55,17 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
 }
 # Every field the agent gives each template (giant.agent.instructions): any other name is a mistake.
 FIELDS: dict[str, tuple[str, ...]] = {
-    "system": ("width", "height", "max_steps", "crop_size", "pacing", "context", "note_tool", "mode")
-    + ("answer_format",),
+    "system": (
+        "width",
+        "height",
+        "max_steps",
+        "crop_size",
+        "pacing",
+        "context",
+        "note_tool",
+        "mode",
+        "answer_format",
+    ),
     "random_regions_system": ("width", "height", "n_regions", "context", "answer_format"),
     "answer_format": (),
     "steps_left": ("left",),
