@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from giant.agent.modes import MODES, AgentConfig, modes_with_setting
 from giant.agent.wording import prompts_digest
 from giant.confdir import CONF_DIR, EVERY_TOOL, PROJECT_ROOT, group_options, prepare
+from giant.data.file_kind import not_a_file
 from giant.errors import ConfigError, exit_with
 from giant.eval.annotation_settings import AnnotationSettings
 from giant.eval.run_options import RunOptions
@@ -208,8 +209,8 @@ class RunSettings(_Strict):
                 raise ConfigError(f"{name}={path}: file not found; pass an existing CSV file")
         if ds.source == "custom" and ds.path is None:
             raise ConfigError("dataset=custom reads your task file: pass dataset.path=FILE (CSV or JSONL)")
-        if ds.source == "custom" and ds.path is not None and not ds.path.is_file():
-            raise ConfigError(f"dataset.path={ds.path}: file not found; pass your task file (CSV or JSONL)")
+        if ds.source == "custom" and ds.path is not None and (kind := not_a_file(ds.path)) is not None:
+            raise ConfigError(f"dataset.path={ds.path}: {kind}; pass your task file (CSV or JSONL)")
         if ds.source != "custom" and ds.path is not None:
             raise ConfigError(
                 f"dataset.path is read by dataset=custom only, not dataset={ds.name}; add dataset=custom"
