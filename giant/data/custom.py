@@ -24,7 +24,7 @@ from typing import Any, cast
 from pydantic import BaseModel
 
 from giant.core import Item, Metric
-from giant.data.file_kind import bad_path, not_a_file
+from giant.data.file_kind import bad_path, not_a_file, shown
 from giant.data.prompts import VQA_TEMPLATE, format_options
 from giant.errors import ConfigError
 
@@ -291,7 +291,7 @@ def _slide(value: Any, number: int, problems: list[Problem]) -> str | None:
         problems.append(Problem(row=number, column="slide", message=several))
         return None
     if (bad := bad_path(slide)) is not None:
-        problems.append(Problem(row=number, column="slide", message=f"{slide[:60]!r}... {bad}"))
+        problems.append(Problem(row=number, column="slide", message=f"{shown(slide)} {bad}"))
         return None
     normal = PurePosixPath(os.path.normpath(slide.replace("\\", "/")))
     if not normal.is_absolute() and normal.parts and normal.parts[0] == "..":

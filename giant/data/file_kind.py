@@ -44,3 +44,8 @@ def bad_path(path: str) -> str | None:
     if size > PATH_MAX:
         return f"is {size:,} bytes long; file systems allow {PATH_MAX}"
     return None
+
+
+def shown(path: str, limit: int = 60) -> str:
+    """A path quoted for a message line, cut to `limit` characters (a 5,000-byte name is not shown whole)."""
+    return repr(path) if len(path) <= limit else f"{path[:limit]!r}..."

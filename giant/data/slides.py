@@ -28,7 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from giant.core import Item
-from giant.data.file_kind import bad_path, not_a_file
+from giant.data.file_kind import bad_path, not_a_file, shown
 from giant.wsi.errors import SlideMissing, SlidePathInvalid
 
 TCGA_GROUP = "tcga"
@@ -286,7 +286,7 @@ def _safe_relative(item: Item) -> PurePosixPath:
     if not raw.strip():
         raise SlidePathInvalid(f"{item.key}: image_path is empty", slide=item.key)
     if (bad := bad_path(raw)) is not None:
-        raise SlidePathInvalid(f"{item.key}: image_path {raw[:60]!r}... {bad}", slide=item.key)
+        raise SlidePathInvalid(f"{item.key}: image_path {shown(raw)} {bad}", slide=item.key)
     path = PurePosixPath(raw)
     normal = PurePosixPath(os.path.normpath(raw))
     if path.is_absolute() or raw.startswith("~") or (normal.parts and normal.parts[0] == ".."):
