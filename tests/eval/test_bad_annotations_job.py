@@ -68,6 +68,7 @@ def _job(root: Path, out: Path, resume_from: Path | None = None) -> list[dict[st
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_a_bad_geojson_is_one_warning_and_the_job_ends_with_its_results_and_report(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
