@@ -52,6 +52,7 @@ from giant.tracking.names import (
     SWEEP_ROLE,
     tag_filter,
 )
+from giant.tracking.safe_cells import csv_cell
 from giant.tracking.view import param_number, store_view
 
 if TYPE_CHECKING:
@@ -274,7 +275,7 @@ class MlflowSweepCallback(Callback):
         rows.sort(key=lambda row: (row["job"] is None, row["job"] or 0))  # in job order
         with tempfile.TemporaryDirectory(prefix="giant-sweep-") as tmp:
             path = Path(tmp) / SWEEP_TABLE
-            pd.DataFrame(rows).to_csv(path, index=False)
+            pd.DataFrame(rows).map(csv_cell).to_csv(path, index=False)  # text, never a formula
             client.log_artifact(parent_run_id, str(path))
 
 
