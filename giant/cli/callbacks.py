@@ -28,7 +28,7 @@ from giant.cli.outcomes import JobOutcome, clear_outcomes, exit_code, failure_li
 from giant.cli.sweep import sweep_jobs, swept_settings
 from giant.config import PathSettings, RunSettings, TrackingSettings
 from giant.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, ConfigError, exit_with
-from giant.secrets import scrub, secret_values
+from giant.secrets import redact, secret_values
 from giant.tracking.names import (
     AGENT_MODE_TAG,
     BOOT_STD_METRIC,
@@ -141,7 +141,7 @@ class MlflowSweepCallback(Callback):
             tags={
                 ROLE_TAG: SWEEP_ROLE,
                 STATUS_TAG: "running",
-                OVERRIDES_TAG: scrub(overrides, secrets)[:5000],
+                OVERRIDES_TAG: redact(overrides, secrets)[:5000],
             },
         )
         run_id = run.info.run_id
