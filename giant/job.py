@@ -486,19 +486,20 @@ def _finish_tracking_within(
     outputs: dict[str, Path],
     stop: StopRequest,
 ) -> str | None:
-    """finish_tracking, waiting at most tracking.finish_timeout_s for the server
+    """finish_tracking, waiting at most tracking.finish_timeout_s for a server that stopped answering
     (giant.tracking.deadline): None once MLflow has the job, else the line that says where the results
     are and how to log them. Ctrl-C and SIGTERM end the wait at once; the run is then left to the rerun,
     which reattaches it (RUNNING, as the server last saw it)."""
     from giant.interrupt import Interrupted
     from giant.secrets import redact_urls
-    from giant.tracking.deadline import TrackingUnreachable, within
+    from giant.tracking.deadline import TrackingUnreachable, server_probe, within
 
     tracking = settings.tracking
     try:
         within(
             tracking.finish_timeout_s,
             lambda: finish_tracking(job, settings, summary, layout, outputs),
+            answers=server_probe(tracking.uri),
             stop=stop,
         )
     except TrackingUnreachable as exc:
