@@ -30,6 +30,7 @@ from giant.eval.annotation_settings import AnnotationSettings
 from giant.eval.run_options import RunOptions
 from giant.llm.config import PROVIDER_NAMES, ProviderConfig, providers_with
 from giant.roles import RECORD_CONTEXT, Data, Operational, Role, hashed_part, role_of, roles
+from giant.secrets import KEY_VARIABLE_HINT, looks_like_key, redact_data
 from giant.tools.settings import ToolSettings
 
 if TYPE_CHECKING:  # Hydra's override parser is imported where used: it is slow to import
@@ -159,6 +160,11 @@ class TrackingSettings(_Strict):
     max_param_length: int = Field(
         ge=16, le=6000, description="Longer param values are truncated (the full config is an artifact)."
     )
+    finish_timeout_s: float = Field(
+        gt=0,
+        description="The longest wait, in seconds, for the tracking server to take a finished job's "
+        "metrics and files; then one line says the results are on disk and a rerun logs them (exit 6).",
+    )
 
     @model_validator(mode="after")
     def _absolute_sqlite(self) -> TrackingSettings:
@@ -187,6 +193,7 @@ class RunSettings(_Strict):
         }
         sections["run"] = {key: value for key, value in data.items() if key in run_keys}
         provider = data.get("provider") or {}
+        check_key_variable(provider.get("api_key_env"))
         if data.get("server") and (name := provider.get("name")) != "openai_compatible":
             raise ConfigError(
                 f"server= starts a model server for provider=openai_compatible, not provider={name}; "
@@ -235,8 +242,11 @@ class RunSettings(_Strict):
     def record(self) -> dict[str, Any]:
         """The validated settings as JSON data laid out like conf/config.yaml (run options at the top
         level, so each dotted key is its command-line override). The one record of a job's config:
-        resolved_config.json and the MLflow params are both written from it."""
-        data = self._without_idle_tools(self.model_dump(mode="json", context=RECORD_CONTEXT))
+        resolved_config.json and the MLflow params are both written from it. Credentials in a URL
+        (`user:pass@`, `?api-key=`) are *** here; the settings themselves keep them for the requests."""
+        dumped = self._without_idle_tools(self.model_dump(mode="json", context=RECORD_CONTEXT))
+        data = redact_data(dumped)  # credentials in a URL setting (provider.base_url) never leave the process
+        assert isinstance(data, dict)
         return {**data.pop("run"), **data}
 
     def enabled_tools(self) -> list[str]:
@@ -294,6 +304,24 @@ def compared_settings(flat: dict[str, str]) -> dict[str, str]:
     return {
         key: value for key, value in flat.items() if (found := role_of(key, table)) is None or found.compared
     }
+
+
+def check_key_variable(value: object) -> None:
+    """`provider.api_key_env` names the variable that holds the key: a key pasted there instead is
+    refused with one line that never shows it (giant.secrets.looks_like_key)."""
+    if isinstance(value, str) and value and looks_like_key(value):
+        raise ConfigError(KEY_VARIABLE_HINT)
+
+
+def check_key_overrides(argv: list[str]) -> None:
+    """The same check on the command line, before Hydra writes the overrides into the job folder."""
+    for override in parse_overrides(argv):
+        if override.key_or_group.removeprefix("+").removeprefix("+") == "provider.api_key_env":
+            if not override.is_sweep_override():
+                check_key_variable(override.value())
+            else:
+                for value in override.sweep_string_iterator():
+                    check_key_variable(value)
 
 
 # Where the values of a section live in conf/.
@@ -395,6 +423,7 @@ def check_command_line(prog: str, config_name: str, argv: list[str]) -> None:
     """Both checks every entrypoint runs before Hydra: an unknown group option or a misspelt key is
     one line naming the fix and exit code 2 (Hydra's own reports are longer and suggest `+key=`)."""
     try:
+        check_key_overrides(argv)  # first: a key typed in the wrong place is never shown nor written
         check_group_choices(argv)
         check_override_keys(argv, config_name)
     except ConfigError as err:

@@ -17,6 +17,7 @@ EXIT_FAILED = 1  # a one-off command (scripts/ask.py) ran and failed: its slide 
 EXIT_CONFIG = 2  # a bad command line, setting or input (no slide found, no key, unwritable folder)
 EXIT_SETUP = 3  # stopped mid-run: the provider refused the setup, or the circuit breaker tripped
 EXIT_INCOMPLETE = 4  # ran to the end with item-runs left unmeasured (budget stop, missing slides)
+EXIT_UNTRACKED = 6  # complete on disk, but the tracking server did not take the job's end: rerun to log it
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, what a shell reports)
 EXIT_TERMINATED = 143  # SIGTERM or a SLURM time limit (128 + SIGTERM)
 

@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from giant.config import RunSettings
 from giant.core import Item
 from giant.data.defects import Defect
-from giant.errors import EXIT_INCOMPLETE, EXIT_SETUP, ConfigError, RunStopped
+from giant.errors import EXIT_INCOMPLETE, EXIT_SETUP, EXIT_UNTRACKED, ConfigError, RunStopped
 from giant.record import OVERVIEWS_DIR, TRAJECTORIES_DIR, JobLayout, write_resolved_config
 from giant.record.layout import CONFIG_ARTIFACTS
 from giant.record.summary import Summary
@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # imported where used: a dry run never loads MLflow
     from giant.data.digest import DatasetDigests
     from giant.data.slides import Located
     from giant.eval.annotation_settings import AnnotationSettings
+    from giant.interrupt import StopRequest
     from giant.llm.serve import ServerSettings
     from giant.record.trajectory import Trajectory
     from giant.tracking.mlflow_logger import JobRun
@@ -259,14 +260,23 @@ def _run(settings: RunSettings) -> float | None:
         outputs = write_outputs(
             settings, summary, layout, run_id=job.run_id if job else None, annotations=data.annotations
         )
+        untracked = None
         if job is not None:
-            finish_tracking(job, settings, summary, layout, outputs)
+            untracked = _finish_tracking_within(job, settings, summary, layout, outputs, stop)
     _report(settings, summary, out_dir, job.run_id if job else None)
+    _end(settings, summary, untracked)
+    return summary.metric.point
+
+
+def _end(settings: RunSettings, summary: Summary, untracked: str | None) -> None:
+    """A job that did not end complete and logged raises its one line and exit code."""
     if summary.setup_failure:
         raise RunStopped(f"{summary.setup_failure}{_provider_hint(settings, summary)}", EXIT_SETUP)
     if not summary.complete:
-        raise RunStopped(f"incomplete: {summary.incomplete_reason}", EXIT_INCOMPLETE)
-    return summary.metric.point
+        also = f"; {untracked}" if untracked else ""
+        raise RunStopped(f"incomplete: {summary.incomplete_reason}{also}", EXIT_INCOMPLETE)
+    if untracked:
+        raise RunStopped(untracked, EXIT_UNTRACKED)
 
 
 def _with_digests(summary: Summary, data: JobData, out_dir: Path) -> Summary:
@@ -466,6 +476,44 @@ def finish_tracking(
 
         log_traces(job, layout.out_dir)
     job.finish("FAILED" if summary.setup_failure else "FINISHED")  # a halted run is never FINISHED
+
+
+def _finish_tracking_within(
+    job: JobRun,
+    settings: RunSettings,
+    summary: Summary,
+    layout: JobLayout,
+    outputs: dict[str, Path],
+    stop: StopRequest,
+) -> str | None:
+    """finish_tracking, waiting at most tracking.finish_timeout_s for a server that stopped answering
+    (giant.tracking.deadline): None once MLflow has the job, else the line that says where the results
+    are and how to log them. Ctrl-C and SIGTERM end the wait at once; the run is then left to the rerun,
+    which reattaches it (RUNNING, as the server last saw it)."""
+    from giant.interrupt import Interrupted
+    from giant.secrets import redact_urls
+    from giant.tracking.deadline import TrackingUnreachable, server_probe, within
+
+    tracking = settings.tracking
+    try:
+        within(
+            tracking.finish_timeout_s,
+            lambda: finish_tracking(job, settings, summary, layout, outputs),
+            answers=server_probe(tracking.uri),
+            stop=stop,
+        )
+    except TrackingUnreachable as exc:
+        job.abandoned = True  # tracked() must not wait on the server again to close the run
+        return (
+            f"MLflow at {redact_urls(tracking.uri)} {exc} when the job ended "
+            f"(tracking.finish_timeout_s={tracking.finish_timeout_s:g}): the job's records are in "
+            f"{layout.out_dir} but not in MLflow; rerun the same command once the server answers to log "
+            "them (no item is run again)"
+        )
+    except (KeyboardInterrupt, Interrupted):
+        job.abandoned = True  # the worker may still be inside a call to the server
+        raise
+    return None
 
 
 def _write_run_report(
