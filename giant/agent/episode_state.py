@@ -202,6 +202,11 @@ class EpisodeState(Generic[C]):
                     "retries_exhausted", f"call {index} failed after the provider's retries: {exc}"
                 ) from None
             return call, None
+        except Exception as exc:  # nothing classified it (a bug): the call is counted, the episode ends
+            usage = Usage(cost_usd=0.0, latency_s=time.monotonic() - started)
+            error = f"{type(exc).__name__}: {exc}"
+            self._record(Call(index=index, attempt=attempt, error_kind="provider_error", error=error, usage=usage))
+            raise
         usage = turn.usage
         if not usage.latency_s:
             usage = usage.model_copy(update={"latency_s": time.monotonic() - started})
