@@ -485,7 +485,8 @@ def _write_run_report(
 
 
 def _report(settings: RunSettings, summary: Summary, out_dir: Path, run_id: str | None) -> None:
-    """The summary line. A halted run states no score: it measured the setup, not the model."""
+    """The summary line. A halted run, or one with unmeasured item-runs, states no score: its metric
+    would count failures outside the model as the model's."""
     where = f"; MLflow run {run_id}" if run_id else ""
     cost = summary.totals.cost_usd
     dollars = "unknown" if cost is None else f"${cost:.4f}"
@@ -495,6 +496,12 @@ def _report(settings: RunSettings, summary: Summary, out_dir: Path, run_id: str 
         print(f"{head} STOPPED, no score ({dollars} spent) -> {out_dir}{where}")
         return
     missing = f", {summary.n_slides_missing} slides missing" if summary.n_slides_missing else ""
+    if summary.n_unmeasured:  # a score would count the unmeasured item-runs as the model's failures
+        print(
+            f"{head} INCOMPLETE, no score: {summary.n_unmeasured} item-runs unmeasured (n={summary.n_items}"
+            f"{missing}, {dollars}) -> {out_dir}{where}"
+        )
+        return
     done = "" if summary.complete else " INCOMPLETE"
     print(
         f"{head} {summary.metric_name} {summary.metric.point:.3f} ± {summary.metric.std:.3f} "

@@ -150,6 +150,7 @@ def _record(run: Run, logged: dict[str, float]) -> RunRecord | None:
         cost_per_item=logged.get("cost_per_item"),
         tiers=_tiers(logged),
         complete=tags.get(STATUS_TAG) != "incomplete",
+        unmeasured=_count(logged.get("n_unmeasured")) or 0,
         dataset_digest=tags.get(DATASET_DIGEST_TAG, ""),
         navigation={
             path.removeprefix("navigation."): value
