@@ -199,6 +199,10 @@ def _run(settings: RunSettings) -> float | None:
     from giant.llm.pricing import Pricing
 
     located = check_slides(data, settings)  # before any MLflow run or provider call
+    from giant.data.slides import SlideLocation
+    from giant.eval.geometry import check_geometry
+
+    check_geometry(settings.agent, (loc.path for loc in located.values() if isinstance(loc, SlideLocation)))
     annotations = Annotations.of(data.annotations)  # a wrong folder is said before anything starts
     # Only the SDK providers pay for calls, so only they keep them (and the trajectories link its images).
     paid = isinstance(settings.provider, SdkSettings)
@@ -327,7 +331,7 @@ def check_slides(data: JobData, settings: RunSettings) -> dict[str, Located]:
         then = (
             "they are skipped (skip_missing=true)"
             if settings.run.skip_missing
-            else "their items count as failures and the run is marked incomplete; pass skip_missing=true "
+            else "their item-runs are unmeasured and the run is marked incomplete; pass skip_missing=true "
             "to drop them, or add the slides and rerun"
         )
         log.warning(
