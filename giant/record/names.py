@@ -23,7 +23,6 @@ N_SCORED_METRIC: Final = "n_scored"  # items with a parseable answer
 N_SKIPPED_METRIC: Final = "n_skipped"
 N_DATASET_DEFECTS_METRIC: Final = "n_dataset_defects"  # data defects that concern the job's items
 N_SLIDES_MISSING_METRIC: Final = "n_slides_missing"  # item-runs whose slide was not found
-N_UNMEASURED_METRIC: Final = "n_unmeasured"  # item-runs with a cause (giant.eval.causes): no table cell
 STEPS_MEAN_METRIC: Final = "steps_mean"
 STEPS_MAX_METRIC: Final = "steps_max"
 CROPS_PER_ITEM_METRIC: Final = "crops_per_item"

@@ -157,9 +157,9 @@ class Summary(BaseModel):
     stop_cause: str | None = None  # the cause that halted it (a giant.core.SetupCause)
     # item-runs whose slide was not found (unmeasured)
     n_slides_missing: Annotated[int, MlflowName(n.N_SLIDES_MISSING_METRIC)] = 0
-    # item-runs that measured nothing (a cause: a slide, the setup, the server, a bug); any makes the
-    # job incomplete, and its table cell is left out (giant.tracking.tables)
-    n_unmeasured: Annotated[int, MlflowName(n.N_UNMEASURED_METRIC)] = 0
+    # item-runs that measured nothing (a cause: a slide, the setup, the server, a bug): any makes the
+    # job incomplete. The sum of setup_causes; MLflow holds those (giant.tracking.tables reads them)
+    n_unmeasured: int = 0
     # item-runs failed outside the model, by cause
     setup_causes: Annotated[dict[str, int], MlflowName(prefix=n.SETUP_METRIC_PREFIX)] = Field(
         default_factory=dict

@@ -67,8 +67,9 @@ class RunRecord(BaseModel):
     cost_per_item: float | None = None  # USD; None: unknown (a model without a price, or not logged)
     tiers: TierSpend | None = None  # calls and dollars per billing tier (None: not logged)
     complete: bool = True  # False: a budget stop or an interruption left items unmeasured
-    # item-runs that measured nothing (summary.json n_unmeasured; 0 for runs logged before it): any
-    # leaves the run out of the table, whose metric would count them as the model's failures
+    # item-runs that measured nothing (summary.json n_unmeasured, the sum of its setup causes logged as
+    # MLflow setup_<cause>): any leaves the run out of the table, whose metric would count them as the
+    # model's failures
     unmeasured: int = 0
     # The per-run mean of a k-run job (giant.tracking.tables.load): k, the runs it averages; this record
     # then has runs_per_item 1 and the job's other fields. None: the run's own metric.
