@@ -30,6 +30,7 @@ from giant.llm.types import (
     TextPart,
     Usage,
     UserMessage,
+    mark_paid,
 )
 
 _CHARS_PER_TOKEN = 4
@@ -162,6 +163,11 @@ class CallRuntime:
         except ProviderError as exc:
             exc.usage = exc.usage or usage
             record(f"{exc.kind}: {exc}")
+            raise
+        except Exception as exc:  # unclassified (a bug): the reply stays paid for, the error travels on
+            if usage is not None:
+                mark_paid(exc, usage)
+            record(f"unclassified: {type(exc).__name__}: {exc}")
             raise
         record(decode_note=turn.decode_note)
         return turn

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -145,18 +146,28 @@ def test_a_failing_server_leaves_item_runs_unmeasured_and_the_rerun_measures_exa
     assert len(answered) == len(set(answered)) == 8  # 4 item-runs x 2 calls, each paid once
 
 
-class Buggy:
-    """The real provider, except that the second call of demo/1 raises what nothing classifies (a bug
-    in giant, a tool or an SDK) after the server answered it."""
+CALL: ContextVar[CallContext] = ContextVar("call")
 
-    def __init__(self, inner: Provider) -> None:
+
+class Buggy:
+    """The real provider, except that its parser raises what nothing classifies (a bug in giant or an
+    SDK) on the second call of demo/1, after the server answered it and the reply was paid for."""
+
+    def __init__(self, inner: Any) -> None:
         self.inner, self.name, self.model = inner, inner.name, inner.model
+        parse = inner._parse
+
+        def buggy_parse(response: Any, usage: Any) -> ModelTurn:
+            ctx = CALL.get()
+            if ctx.item_key == "demo/1" and ctx.step > 1:
+                raise KeyError("a field nothing expected")
+            return parse(response, usage)
+
+        inner._parse = buggy_parse
 
     async def next_turn(self, conversation: Conversation, ctx: CallContext) -> ModelTurn:
-        turn = await self.inner.next_turn(conversation, ctx)
-        if ctx.item_key == "demo/1" and ctx.step > 1:
-            raise KeyError("a field nothing expected")
-        return turn
+        CALL.set(ctx)  # the parser runs in this call's task: it sees this call's context
+        return await self.inner.next_turn(conversation, ctx)
 
 
 def test_an_unclassified_exception_is_unmeasured_keeps_its_paid_calls_and_its_traceback(
@@ -169,7 +180,10 @@ def test_an_unclassified_exception_is_unmeasured_keeps_its_paid_calls_and_its_tr
     assert "1 bug" in first.incomplete_reason and "errors.log" in first.incomplete_reason
     record = next(r for r in read_results(tmp_path / "run1" / RESULTS_FILE) if r.key == "demo/1")
     assert (record.status, record.cause, record.label) == ("runner_error", "bug", None)
-    assert record.calls == 2 and (record.dollars or 0) > 0 and record.input_tokens > 0
+    # both calls were answered and paid for, the second before its parser failed: both are counted
+    healthy = next(r for r in read_results(tmp_path / "run1" / RESULTS_FILE) if r.key == "demo/0")
+    assert record.calls == 2 and record.dollars == pytest.approx(healthy.dollars) and healthy.dollars
+    assert record.input_tokens == healthy.input_tokens
     assert record.trajectory and (tmp_path / "run1" / record.trajectory / "trajectory.json").is_file()
     log = JobLayout(tmp_path / "run1").errors.read_text()
     assert "demo/1 run 0: KeyError" in log and "Traceback (most recent call last)" in log
