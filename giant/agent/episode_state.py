@@ -207,7 +207,9 @@ class EpisodeState(Generic[C]):
             usage = paid_usage(exc) or Usage(cost_usd=0.0)  # paid when the reply came before the bug
             usage = usage.model_copy(update={"latency_s": usage.latency_s or time.monotonic() - started})
             error = f"{type(exc).__name__}: {exc}"
-            self._record(Call(index=index, attempt=attempt, error_kind="provider_error", error=error, usage=usage))
+            self._record(
+                Call(index=index, attempt=attempt, error_kind="provider_error", error=error, usage=usage)
+            )
             raise
         usage = turn.usage
         if not usage.latency_s:

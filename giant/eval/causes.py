@@ -5,9 +5,9 @@ The paper scores a model that gives no valid answer as incorrect, and that is a 
 parseable answer within its retries, an early answer refused, the step limit, a refusal. A slide
 that is not there, a refused key, an unknown model name, a used-up quota, a server that is down or
 hangs, an exception nothing classified (a bug) are not: they are causes (`giant.core.SetupCause`),
-and such an item-run is unmeasured: never a table cell, the job incomplete (exit 4). The runner stops at once on the fatal ones
-(nothing more can be learned and money may go), stops after a streak of the others (the circuit
-breaker), and a rerun retries every item-run that has one without being asked.
+and such an item-run is unmeasured: never a table cell, the job incomplete (exit 4). The runner
+stops at once on the fatal ones (nothing more can be learned and money may go), stops after a streak
+of the others (the circuit breaker), and a rerun retries every item-run that has one unasked.
 """
 
 from __future__ import annotations

@@ -41,8 +41,8 @@ def check_geometry(agent: AgentConfig, slides: Iterable[Path]) -> None:
         example = example or f"{path.name}: patches of {side} level-0 px, the slide is {width}x{height}"
     if not example:
         return  # no slide could be opened: the slide check reports that
-    mpp = "" if agent.patch_mpp is None else f" agent.patch_mpp={agent.patch_mpp:g}"
+    at = "" if agent.patch_mpp is None else f" agent.patch_mpp={agent.patch_mpp:g}"
     raise ConfigError(
-        f"agent.patch_size={agent.patch_size}{mpp}: no slide of the run can serve these patches (e.g. "
+        f"agent.patch_size={agent.patch_size}{at}: no slide of the run can serve these patches (e.g. "
         f"{example}); lower agent.patch_size or agent.patch_mpp"
     )

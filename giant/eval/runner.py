@@ -359,7 +359,6 @@ class _Workers:
         record = _scored_record(item, run_index, trajectory, rel if dest.is_dir() else None, seconds, run)
         return record.model_copy(update={"navigation": navigation})
 
-
     def _crashed(
         self,
         item: Item,
@@ -448,9 +447,8 @@ def _unmeasured(records: Sequence[ResultRecord], wsi_root: Path) -> str:
     if causes:
         named = ", ".join(f"{n} {cause}" for cause, n in causes.most_common())
         common = causes.most_common(1)[0][0]
-        parts.append(
-            f"{causes.total()} of {len(latest)} item-runs unmeasured ({named}); {FIXES.get(common, 'fix the cause')}"
-        )
+        fix = FIXES.get(common, "fix the cause")
+        parts.append(f"{causes.total()} of {len(latest)} item-runs unmeasured ({named}); {fix}")
     if not parts:
         return ""
     return "; ".join(parts) + "; then rerun the same command to measure them"

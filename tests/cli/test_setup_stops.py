@@ -252,7 +252,9 @@ def test_a_server_down_gets_three_requests_per_item_run_and_the_breaker_stops_th
     assert gaps and min(gaps) >= BACKOFF_MIN_S, gaps
 
 
-def test_a_patch_geometry_no_slide_can_serve_stops_before_any_run(tmp_path: Path, demo: tuple[Path, Path]) -> None:
+def test_a_patch_geometry_no_slide_can_serve_stops_before_any_run(
+    tmp_path: Path, demo: tuple[Path, Path]
+) -> None:
     """512 px at 2.0 µm/px is 4,096 level-0 px; the demo slides have 3,200 (issue 39)."""
     csv, wsi_root = demo
     args = _demo_args(tmp_path, csv, wsi_root, "agent=patch", "agent.patch_size=512", "agent.patch_mpp=2.0")

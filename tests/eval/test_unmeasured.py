@@ -38,7 +38,13 @@ AGENT = parse_agent({"mode": "giant", "max_steps": 3, "crop_size": 256, "item_ti
 HANG_AGENT = AGENT.model_copy(update={"item_timeout_s": 8.0})
 ITEMS = make_items(4, SLIDES)
 FAILING = {"demo/1", "demo/3"}  # the items whose second call meets the fault
-FAULT_CAUSE = {"non_json": "server", "empty": "server", "503": "server", "429": "rate_limit", "hang": "timeout"}
+FAULT_CAUSE = {
+    "non_json": "server",
+    "empty": "server",
+    "503": "server",
+    "429": "rate_limit",
+    "hang": "timeout",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -128,7 +134,9 @@ def test_a_failing_server_leaves_item_runs_unmeasured_and_the_rerun_measures_exa
         assert records[key].calls == 2 and records[key].input_tokens > 0
         # a call the item timeout cut may have been billed: its price, and so the item's, is unknown
         assert records[key].dollars is None if fault == "hang" else (records[key].dollars or 0) > 0
-    assert all(records[key].status == "answered" and records[key].cause is None for key in {"demo/0", "demo/2"})
+    assert all(
+        records[key].status == "answered" and records[key].cause is None for key in {"demo/0", "demo/2"}
+    )
 
     capsys.readouterr()
     peer.fault, before = None, len(peer.sent)

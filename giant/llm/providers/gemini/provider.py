@@ -40,7 +40,6 @@ from giant.llm.providers.gemini import GeminiSettings
 from giant.llm.providers.gemini.batch import GeminiBatches
 from giant.llm.providers.gemini.errors import sdk_call, send_flex
 from giant.llm.runtime import count
-from giant.llm.sdk_errors import unreadable_reply
 from giant.llm.schema import (
     TOOL_ONLY_REASONING,
     function_tools,
@@ -50,6 +49,7 @@ from giant.llm.schema import (
     step_to_data,
     tool_for,
 )
+from giant.llm.sdk_errors import unreadable_reply
 from giant.llm.sdk_provider import SdkProvider, length_label
 from giant.llm.types import (
     AnswerAction,
