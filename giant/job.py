@@ -200,6 +200,10 @@ def _run(settings: RunSettings) -> float | None:
     from giant.llm.pricing import Pricing
 
     located = check_slides(data, settings)  # before any MLflow run or provider call
+    from giant.data.slides import SlideLocation
+    from giant.eval.geometry import check_geometry
+
+    check_geometry(settings.agent, (loc.path for loc in located.values() if isinstance(loc, SlideLocation)))
     annotations = Annotations.of(data.annotations)  # a wrong folder is said before anything starts
     # Only the SDK providers pay for calls, so only they keep them (and the trajectories link its images).
     paid = isinstance(settings.provider, SdkSettings)
@@ -337,7 +341,7 @@ def check_slides(data: JobData, settings: RunSettings) -> dict[str, Located]:
         then = (
             "they are skipped (skip_missing=true)"
             if settings.run.skip_missing
-            else "their items count as failures and the run is marked incomplete; pass skip_missing=true "
+            else "their item-runs are unmeasured and the run is marked incomplete; pass skip_missing=true "
             "to drop them, or add the slides and rerun"
         )
         log.warning(
@@ -533,7 +537,8 @@ def _write_run_report(
 
 
 def _report(settings: RunSettings, summary: Summary, out_dir: Path, run_id: str | None) -> None:
-    """The summary line. A halted run states no score: it measured the setup, not the model."""
+    """The summary line. A halted run, or one with unmeasured item-runs, states no score: its metric
+    would count failures outside the model as the model's."""
     where = f"; MLflow run {run_id}" if run_id else ""
     cost = summary.totals.cost_usd
     dollars = "unknown" if cost is None else f"${cost:.4f}"
@@ -543,6 +548,12 @@ def _report(settings: RunSettings, summary: Summary, out_dir: Path, run_id: str 
         print(f"{head} STOPPED, no score ({dollars} spent) -> {out_dir}{where}")
         return
     missing = f", {summary.n_slides_missing} slides missing" if summary.n_slides_missing else ""
+    if summary.n_unmeasured:  # a score would count the unmeasured item-runs as the model's failures
+        print(
+            f"{head} INCOMPLETE, no score: {summary.n_unmeasured} item-runs unmeasured (n={summary.n_items}"
+            f"{missing}, {dollars}) -> {out_dir}{where}"
+        )
+        return
     done = "" if summary.complete else " INCOMPLETE"
     print(
         f"{head} {summary.metric_name} {summary.metric.point:.3f} ± {summary.metric.std:.3f} "

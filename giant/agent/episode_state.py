@@ -29,6 +29,7 @@ from giant.llm.types import (
     SentRequests,
     TokenCounts,
     Usage,
+    paid_usage,
 )
 from giant.record.trajectory import Call, Region, Trajectory, TrajectoryTotals, error_kind
 from giant.tools import Tool
@@ -202,6 +203,14 @@ class EpisodeState(Generic[C]):
                     "retries_exhausted", f"call {index} failed after the provider's retries: {exc}"
                 ) from None
             return call, None
+        except Exception as exc:  # nothing classified it (a bug): the call is counted, the episode ends
+            usage = paid_usage(exc) or Usage(cost_usd=0.0)  # paid when the reply came before the bug
+            usage = usage.model_copy(update={"latency_s": usage.latency_s or time.monotonic() - started})
+            error = f"{type(exc).__name__}: {exc}"
+            self._record(
+                Call(index=index, attempt=attempt, error_kind="provider_error", error=error, usage=usage)
+            )
+            raise
         usage = turn.usage
         if not usage.latency_s:
             usage = usage.model_copy(update={"latency_s": time.monotonic() - started})

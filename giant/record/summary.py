@@ -148,15 +148,18 @@ class Summary(BaseModel):
     benchmark: str  # dataset name, e.g. tcga or demo_shapes
     metric_name: str  # accuracy | balanced_accuracy
     complete: (
-        bool  # False when a budget stop, an interruption, a halt or missing slides left items unmeasured
+        bool  # False when a budget stop, an interruption, a halt or any unmeasured item-run left it short
     )
     incomplete_reason: str = ""
     # Why the runner halted: a fatal provider answer (key, model name, quota) or the circuit breaker
     # (giant.eval.causes). Such a run measured nothing worth a table cell; its metric is not logged.
     setup_failure: str = ""
     stop_cause: str | None = None  # the cause that halted it (a giant.core.SetupCause)
-    # item-runs whose slide was not found (counted as failures)
+    # item-runs whose slide was not found (unmeasured)
     n_slides_missing: Annotated[int, MlflowName(n.N_SLIDES_MISSING_METRIC)] = 0
+    # item-runs that measured nothing (a cause: a slide, the setup, the server, a bug): any makes the
+    # job incomplete. The sum of setup_causes; MLflow holds those (giant.tracking.tables reads them)
+    n_unmeasured: int = 0
     # item-runs failed outside the model, by cause
     setup_causes: Annotated[dict[str, int], MlflowName(prefix=n.SETUP_METRIC_PREFIX)] = Field(
         default_factory=dict
