@@ -9,13 +9,14 @@ episode, where the navigation loop asks it for its prompt paragraph and runs it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from pydantic import BaseModel
 
 from giant.actions import ActionModel
-from giant.core import Box
+from giant.core import Box, EncodedImage
 
 if TYPE_CHECKING:
     from giant.wsi.slide import Fill, Slide
@@ -47,12 +48,14 @@ class Seen:
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a tool call may read of its episode, and nothing more: the slide, and the colour of its
-    outside and transparent pixels (`agent.fill`). A tool never sees the episode's state, so tools/ sits
-    below agent/ in the layers, type-only imports counted."""
+    """What a tool call may read of its episode, and nothing more: the slide, the colour of its
+    outside and transparent pixels (`agent.fill`), and where it may keep an image for the pages (`keep`
+    writes it beside the trajectory and returns its file name; None where nothing is written). A tool
+    never sees the episode's state, so tools/ sits below agent/ in the layers, type-only imports counted."""
 
     slide: Slide
     fill: Fill
+    keep: Callable[[EncodedImage], str] | None = None
 
 
 S = TypeVar("S", bound=BaseModel)
@@ -108,6 +111,7 @@ class Tool(Generic[S, A, R]):
     @classmethod
     def describe(cls, record: R) -> dict[str, Any]:
         """A call's result as plain data for the pages: `summary` (a line), `model` (what ran),
-        `image` (the image it ran on), `target` (that image's region) and `rows` (pairs of strings,
-        a small table in order)."""
+        `image` (the image it ran on), `target` (that image's region), `rows` (pairs of strings,
+        a small table in order) and, optionally, `overlay` (the name `ToolContext.keep` gave an image
+        the call kept, shown under the table)."""
         raise NotImplementedError
