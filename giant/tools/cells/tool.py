@@ -111,15 +111,15 @@ def too_coarse(box: Box, slide_mpp: float, mpp: float, settings: CellsSettings) 
 
 
 def draw_overlay(rgb: np.ndarray, nuclei: Nuclei, side: int) -> Image.Image:
-    """The region with each nucleus outlined, at most `side` pixels long, the outlines kept visible."""
-    scale = max(rgb.shape[:2]) / side if side else 1.0
-    edge = outlines(nuclei.labels)
-    if scale > 1.5:  # thicken so a downscale keeps the outlines
-        from scipy import ndimage
+    """The region with each nucleus ringed just outside its edge (the nucleus itself left visible), at
+    most `side` pixels long; the rings are as wide as the downscale, so they survive it."""
+    from scipy import ndimage
 
-        edge = ndimage.binary_dilation(edge, iterations=math.ceil(scale / 2))
+    scale = max(rgb.shape[:2]) / side if side else 1.0
+    found = nuclei.labels > 0
+    ring = ndimage.binary_dilation(found, iterations=max(1, math.ceil(scale))) & ~found
     shown = rgb.copy()
-    shown[edge] = OUTLINE_RGB
+    shown[ring | outlines(nuclei.labels)] = OUTLINE_RGB
     image = Image.fromarray(shown)
     if scale > 1:
         image.thumbnail((side, side), Image.Resampling.BILINEAR)
