@@ -69,14 +69,22 @@ class Nuclei:
         return float(1.0 - np.mean(self.solidity)) if self.solidity else 0.0
 
 
+# optical density of each 8-bit channel value (0 counted as 1: a black pixel is not infinitely dense)
+_OD = -np.log10(np.maximum(np.arange(256, dtype=np.float32), 1.0) / 255.0)
+
+
 def stain_densities(rgb: np.ndarray, stains: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarray]:
-    """The hematoxylin optical density of each pixel, and each pixel's summed RGB optical density."""
-    od = -np.log10(np.maximum(rgb.astype(np.float32), 1.0) / 255.0)
+    """The hematoxylin optical density of each pixel, and each pixel's summed RGB optical density.
+    `rgb` holds 8-bit values (uint8, or floats from 0 to 255 for a mixed colour)."""
+    if rgb.dtype == np.uint8:
+        od = [_OD[rgb[..., c]] for c in range(3)]
+    else:
+        od = [-np.log10(np.maximum(rgb[..., c].astype(np.float32), 1.0) / 255.0) for c in range(3)]
     matrix = np.asarray(stains, dtype=np.float64)
     matrix = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
     unmix = np.linalg.inv(matrix).astype(np.float32)  # od = concentrations @ matrix
-    hematoxylin = od.reshape(-1, 3) @ unmix[:, 0]
-    return hematoxylin.reshape(rgb.shape[:2]), od.sum(axis=2)
+    hematoxylin = od[0] * unmix[0, 0] + od[1] * unmix[1, 0] + od[2] * unmix[2, 0]
+    return hematoxylin, od[0] + od[1] + od[2]
 
 
 def _otsu(values: np.ndarray) -> float:
@@ -121,7 +129,7 @@ def detect(rgb: np.ndarray, mpp: float, t: Thresholds) -> Nuclei:
     tissue_mm2 = float(tissue.sum()) * px_area / 1e6
     threshold = _half_way(smooth, hematoxylin, tissue, t)
     mask = (hematoxylin > threshold) & tissue
-    mask = ndimage.binary_fill_holes(ndimage.binary_opening(mask, iterations=1))
+    mask = _fill_holes(cv2.morphologyEx(mask.astype(np.uint8), cv2.MORPH_OPEN, _CROSS))
     labels = _split(mask, math.sqrt(t.min_area_um2 / math.pi) / mpp)
     areas: list[float] = []
     solidity: list[float] = []
@@ -140,6 +148,17 @@ def detect(rgb: np.ndarray, mpp: float, t: Thresholds) -> Nuclei:
     return Nuclei(kept[labels], areas, solidity, fraction, threshold, tissue_mm2)
 
 
+_CROSS = cv2.getStructuringElement(cv2.MORPH_CROSS, (3, 3))
+
+
+def _fill_holes(mask: np.ndarray) -> np.ndarray:
+    """The mask with every enclosed hole filled: what the border's flood does not reach is inside."""
+    padded = np.pad(mask, 1)
+    reach = np.zeros((padded.shape[0] + 2, padded.shape[1] + 2), np.uint8)
+    cv2.floodFill(padded, reach, (0, 0), 1)  # the outside becomes 1 with the mask; holes stay 0
+    return (padded[1:-1, 1:-1] == 0) | mask.astype(bool)
+
+
 SAME_NUCLEUS = 1.5  # two seeds closer than this many times the larger one's depth are one nucleus
 LEVEL_STEP = 0.5  # pixels of distance between the watershed's flooding levels
 
@@ -154,7 +173,9 @@ def _split(mask: np.ndarray, min_radius_px: float) -> np.ndarray:
         return pieces.astype(np.int32)
     distance = cv2.distanceTransform(mask.astype(np.uint8), cv2.DIST_L2, 5)
     size = max(3, 2 * round(min_radius_px) + 1)
-    peaks = (distance == ndimage.maximum_filter(distance, size=size)) & (distance >= 0.5 * min_radius_px)
+    peaks = (distance == cv2.dilate(distance, np.ones((size, size), np.uint8))) & (
+        distance >= 0.5 * min_radius_px
+    )
     where = np.argwhere(peaks)
     owner = pieces[peaks]
     labels = pieces.astype(np.int32)
@@ -197,18 +218,23 @@ def _seeds(points: np.ndarray, distance: np.ndarray) -> list[tuple[int, int]]:
 def _flood(labels: np.ndarray, distance: np.ndarray) -> np.ndarray:
     """Grow the seeds in `labels` over pixels of `distance` >= each level in turn, deepest first
     (distance -1 is outside the piece): a watershed on the inverted distance, by levels."""
-    cross = ndimage.generate_binary_structure(2, 1)
+    seeds = np.unique(labels[labels > 0])
+    local = np.searchsorted(seeds, labels).astype(np.float32) + (labels > 0)  # 1..k, 0 unlabelled
+    local[labels == 0] = 0
     level = float(distance.max())
     while level > -0.5:
         level = max(level - LEVEL_STEP, 0.0) if level > 0 else -1.0
         allowed = distance >= max(level, 0.0)
         while True:
-            grown = ndimage.grey_dilation(labels, footprint=cross)
-            new = allowed & (labels == 0) & (grown > 0)
+            grown = cv2.dilate(local, _CROSS)
+            new = allowed & (local == 0) & (grown > 0)
             if not new.any():
                 break
-            labels[new] = grown[new]
-    return labels
+            local[new] = grown[new]
+    out = np.zeros(labels.shape, dtype=np.int32)
+    found = local > 0
+    out[found] = seeds[local[found].astype(np.int64) - 1]
+    return out
 
 
 def _solidity(piece: np.ndarray) -> float:

@@ -16,6 +16,7 @@ import math
 import time
 from typing import Any, ClassVar, Literal, Self
 
+import cv2
 import numpy as np
 from PIL import Image
 from pydantic import Field
@@ -113,11 +114,10 @@ def too_coarse(box: Box, slide_mpp: float, mpp: float, settings: CellsSettings) 
 def draw_overlay(rgb: np.ndarray, nuclei: Nuclei, side: int) -> Image.Image:
     """The region with each nucleus ringed just outside its edge (the nucleus itself left visible), at
     most `side` pixels long; the rings are as wide as the downscale, so they survive it."""
-    from scipy import ndimage
-
     scale = max(rgb.shape[:2]) / side if side else 1.0
     found = nuclei.labels > 0
-    ring = ndimage.binary_dilation(found, iterations=max(1, math.ceil(scale))) & ~found
+    width = 2 * max(1, math.ceil(scale)) + 1
+    ring = cv2.dilate(found.astype(np.uint8), np.ones((width, width), np.uint8)).astype(bool) & ~found
     shown = rgb.copy()
     shown[ring | outlines(nuclei.labels)] = OUTLINE_RGB
     image = Image.fromarray(shown)
