@@ -47,7 +47,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = write_synthetic_slide(Path(tmp) / "slide.svs", 12_000, 8_000, seed=5, mpp=0.25)
         with Slide.open(path) as slide:
-            boxes = [Box(x=1000 + 1200 * i % 8000, y=1500 + 700 * i % 4000, w=SIDE, h=SIDE) for i in range(args.calls)]
+            boxes = [
+                Box(x=1000 + 1200 * i % 8000, y=1500 + 700 * i % 4000, w=SIDE, h=SIDE)
+                for i in range(args.calls)
+            ]
             reads, detects, overlays, calls, counts = [], [], [], [], []
             for box in boxes:
                 start = time.perf_counter()
@@ -72,7 +75,9 @@ def main() -> None:
         return f"{1000 * statistics.median(values):7.0f} ms (min {1000 * min(values):.0f}, max {1000 * max(values):.0f})"
 
     print(f"cells tool, {args.calls} calls of a 1024 x 1024 px region at 0.5 µm/px, {args.threads} threads")
-    print(f"  nuclei per region: median {statistics.median(counts):.0f} (min {min(counts)}, max {max(counts)})")
+    print(
+        f"  nuclei per region: median {statistics.median(counts):.0f} (min {min(counts)}, max {max(counts)})"
+    )
     print(f"  slide read      {ms(reads)}")
     print(f"  detection       {ms(detects)}")
     print(f"  overlay         {ms(overlays)}")

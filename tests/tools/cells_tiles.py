@@ -89,10 +89,11 @@ def write_svs(path: Path, rgb: np.ndarray, mpp: float, tile: int = 256) -> Path:
     jpeg: dict[str, Any] = {"compression": "jpeg", "compressionargs": {"level": 95}}
     reduced = np.asarray(Image.fromarray(rgb).reduce(4))
     with tifffile.TiffWriter(path) as tif:
-        tif.write(rgb, tile=(tile, tile), photometric="rgb", metadata=None,
-                  description=f"{header} ({tile}x{tile}) JPEG/RGB Q=95|{fields}", **jpeg)  # fmt: skip
+        tiled: dict[str, Any] = {"tile": (tile, tile), "photometric": "rgb", "metadata": None, **jpeg}
+        tif.write(rgb, description=f"{header} ({tile}x{tile}) JPEG/RGB Q=95|{fields}", **tiled)
         thumb = np.asarray(Image.fromarray(reduced).reduce(2))
         tif.write(thumb, description=f"{header} -> {thumb.shape[1]}x{thumb.shape[0]}", metadata=None)
-        tif.write(reduced, tile=(tile, tile), photometric="rgb", metadata=None,
-                  description=f"{header} -> {reduced.shape[1]}x{reduced.shape[0]} - |{fields}", **jpeg)  # fmt: skip
+        tif.write(
+            reduced, description=f"{header} -> {reduced.shape[1]}x{reduced.shape[0]} - |{fields}", **tiled
+        )
     return path

@@ -117,7 +117,7 @@ def test_a_slide_without_microns_per_pixel_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_settings_refuse_a_read_coarser_than_their_own_limit() -> None:
-    with pytest.raises(ValueError, match="mpp=2.0 is coarser than max_mpp=1.0"):
+    with pytest.raises(ValueError, match=r"mpp=2\.0 is coarser than max_mpp=1\.0"):
         settings(mpp=2.0)
     with pytest.raises(ValueError, match="three rows of three"):
         settings(stains=[[1, 0, 0]])
@@ -151,8 +151,10 @@ def test_cells_in_the_loop_records_its_numbers_and_overlay(
     assert record.overlay is not None and (record.width, record.height) == (500, 400)
     with Image.open(out / record.overlay) as overlay:
         assert overlay.size == (500, 400)
-        red, green, blue = overlay.convert("RGB").split()
-        outlined = ImageChops.multiply(green.point(lambda v: 255 * (v > 200)), red.point(lambda v: 255 * (v < 80)))
+        red, green, _ = overlay.convert("RGB").split()
+        outlined = ImageChops.multiply(
+            green.point(lambda v: 255 * (v > 200)), red.point(lambda v: 255 * (v < 80))
+        )
         assert outlined.getbbox() is not None  # pure green only where an outline was drawn
     assert Trajectory.model_validate_json((out / "trajectory.json").read_text()).tool_calls == [record]
     page = write_html(out, traj).read_text()

@@ -18,7 +18,10 @@ from .cells_tiles import settings
 
 
 def _cells_episode(tmp_path: Path, item: Item, slide_path: Path) -> tuple[Path, Trajectory]:
-    step = {"reasoning": "count", "action": {"type": "cells", "x": 1000, "y": 500, "width": 2000, "height": 1600}}
+    step = {
+        "reasoning": "count",
+        "action": {"type": "cells", "x": 1000, "y": 500, "width": 2000, "height": 1600},
+    }
     provider = scripted(tmp_path, [crop(1000, 500, 3000, 1200), step, answer(2)])
     out = tmp_path / "out"
     tool = CellsTool.load(settings())

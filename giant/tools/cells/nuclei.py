@@ -208,7 +208,8 @@ def _seeds(points: np.ndarray, distance: np.ndarray) -> list[tuple[int, int]]:
     for index in np.argsort(-depth, kind="stable"):
         row, col = (int(v) for v in points[index])
         if all(
-            math.hypot(row - r, col - c) >= SAME_NUCLEUS * d for (r, c), d in zip(kept, kept_depth, strict=True)
+            math.hypot(row - r, col - c) >= SAME_NUCLEUS * d
+            for (r, c), d in zip(kept, kept_depth, strict=True)
         ):
             kept.append((row, col))
             kept_depth.append(float(depth[index]))

@@ -176,7 +176,9 @@ class CellsTool(Tool[CellsSettings, CellsAction, CellsRecord]):
                 "Not executed: this slide does not record its µm per pixel, so cells cannot measure in "
                 "microns. Crop or answer instead."
             )
-        box = clamp_box(Box(x=action.x, y=action.y, w=action.width, h=action.height), slide.width, slide.height)
+        box = clamp_box(
+            Box(x=action.x, y=action.y, w=action.width, h=action.height), slide.width, slide.height
+        )
         side, mpp = read_side(box, slide.mpp_x, self.cfg)
         if mpp > self.cfg.max_mpp * (1 + 1e-9):
             raise UnusableCall(too_coarse(box, slide.mpp_x, mpp, self.cfg))
