@@ -72,7 +72,8 @@ def main() -> None:
     assert rgb.shape[:2] == (1024, 1024)
 
     def ms(values: list[float]) -> str:
-        return f"{1000 * statistics.median(values):7.0f} ms (min {1000 * min(values):.0f}, max {1000 * max(values):.0f})"
+        low, high = 1000 * min(values), 1000 * max(values)
+        return f"{1000 * statistics.median(values):7.0f} ms (min {low:.0f}, max {high:.0f})"
 
     print(f"cells tool, {args.calls} calls of a 1024 x 1024 px region at 0.5 µm/px, {args.threads} threads")
     print(
