@@ -235,7 +235,9 @@ class Navigator:
                 keep = ImageStore(ep.store.out_dir).save  # a tool's images stay out of the ledger
                 try:
                     record = await tool.run(
-                        ToolContext(ep.slide, ep.cfg.fill, keep), Seen(call.index, image, box), action
+                        ToolContext(ep.slide, ep.cfg.fill, keep, ep.item.key, ep.traj.run_index),
+                        Seen(call.index, image, box),
+                        action,
                     )
                 except UnusableCall as exc:
                     reject(step, exc.feedback, self._failure_status(state), f"unusable {action.type} call")

@@ -22,6 +22,16 @@ if TYPE_CHECKING:
     from giant.wsi.slide import Fill, Slide
 
 
+# The hints of a tool whose action names a level-0 region as a crop does (x, y, width, height): one
+# wording for every such tool, so the schema reads the same whichever of them a run offers.
+REGION_HINTS = {
+    "x": "crop, cells and caption: left edge, level-0 pixels (null for other actions).",
+    "y": "crop, cells and caption: top edge, level-0 pixels (null for other actions).",
+    "width": "crop, cells and caption: width, level-0 pixels (null for other actions).",
+    "height": "crop, cells and caption: height, level-0 pixels (null for other actions).",
+}
+
+
 class ToolRecord(BaseModel):
     """One executed tool call as the trajectory keeps it; a tool's record model adds its result."""
 
@@ -49,13 +59,16 @@ class Seen:
 @dataclass(frozen=True)
 class ToolContext:
     """What a tool call may read of its episode, and nothing more: the slide, the colour of its
-    outside and transparent pixels (`agent.fill`), and where it may keep an image for the pages (`keep`
-    writes it beside the trajectory and returns its file name; None where nothing is written). A tool
+    outside and transparent pixels (`agent.fill`), where it may keep an image for the pages (`keep`
+    writes it beside the trajectory and returns its file name; None where nothing is written), and
+    which item and run it serves. A tool
     never sees the episode's state, so tools/ sits below agent/ in the layers, type-only imports counted."""
 
     slide: Slide
     fill: Fill
     keep: Callable[[EncodedImage], str] | None = None
+    item_key: str = ""  # the episode's item and run (a tool that calls a model keys its ledger by them)
+    run_index: int = 0
 
 
 S = TypeVar("S", bound=BaseModel)

@@ -23,7 +23,7 @@ from pydantic import Field
 
 from giant.actions import ActionModel
 from giant.core import Box
-from giant.tools.base import Seen, Tool, ToolContext, ToolRecord, UnusableCall
+from giant.tools.base import REGION_HINTS, Seen, Tool, ToolContext, ToolRecord, UnusableCall
 from giant.tools.cells.nuclei import Nuclei, Thresholds, detect, outlines
 from giant.tools.cells.settings import CellsSettings
 from giant.tools.registry import register
@@ -138,12 +138,7 @@ class CellsTool(Tool[CellsSettings, CellsAction, CellsRecord]):
         "Count and measure the nuclei in a level-0 region: count, density per mm², nuclear area in µm², "
         "shape irregularity and tissue fraction."
     )
-    hints: ClassVar[dict[str, str]] = {
-        "x": "crop and cells: left edge, level-0 pixels (null for other actions).",
-        "y": "crop and cells: top edge, level-0 pixels (null for other actions).",
-        "width": "crop and cells: width, level-0 pixels (null for other actions).",
-        "height": "crop and cells: height, level-0 pixels (null for other actions).",
-    }
+    hints: ClassVar[dict[str, str]] = REGION_HINTS
     report_title = "Cell measurements"
     report_note = (
         "nuclei found by colour deconvolution, threshold and watershed on the region read from the slide "
