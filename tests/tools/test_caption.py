@@ -112,6 +112,17 @@ def test_the_captioners_budget_per_item_stops_further_calls(
     )
 
 
+def test_a_captioner_in_batch_mode_is_one_config_error_line(tmp_path: Path) -> None:
+    from giant.errors import ConfigError
+
+    values = settings(tmp_path).model_dump() | {
+        "provider": "openai",
+        "options": {"model": "gpt-5-mini", "batch": True},
+    }
+    with pytest.raises(ConfigError, match=r"^tools\.caption\.options\.batch=true: the captioner cannot wait"):
+        CaptionTool.load(CaptionSettings.model_validate(values))
+
+
 def test_a_captioner_without_its_key_is_one_config_error_line(tmp_path: Path) -> None:
     from giant.errors import ConfigError
 

@@ -17,7 +17,7 @@ class CaptionSettings(BaseModel):
         min_length=1, description="The captioner's provider (a conf/provider/ name), e.g. openai_compatible."
     )
     options: Method[dict[str, Any]] = Field(
-        description="Its settings over conf/provider/<provider>.yaml's (model, base_url, flex, batch, ...)."
+        description="Its settings over conf/provider/<provider>.yaml's (model, base_url, flex; no batch)."
     )
     size: Method[int] = Field(
         ge=64, le=4096, description="Long side (px) of the region sent to the captioner."

@@ -2,12 +2,12 @@
 
 The captioner is any provider giant can build (`tools.caption.provider` and its `options` over
 conf/provider/<provider>.yaml: a pathology VLM behind an OpenAI-compatible server, or a frontier
-model, flex or batch as that provider allows). Each call sends the region, read from the slide at
-`size` pixels, with the settings' system prompt and request, and asks for the description as the
-step schema's answer; the provider's own ledger keeps the paid reply under a key of the request, so a
-rerun replays it (nothing sent, nothing paid twice). The record keeps the description, the model, the
-cost and the latency; the cost joins the item's (its budget, its summary), and `budget_usd` caps what
-the captioner may spend on one item.
+model, with flex where that provider offers it; never batch, whose rounds a step cannot wait for).
+Each call sends the region, read from the slide at `size` pixels, with the settings' system prompt
+and request, and asks for the description as the step schema's answer; the provider's own ledger
+keeps the paid reply under a key of the request, so a rerun replays it (nothing sent, nothing paid
+twice). The record keeps the description, the model, the cost and the latency; the cost joins the
+item's (its budget, its summary), and `budget_usd` caps what the captioner may spend on one item.
 """
 
 from __future__ import annotations
@@ -93,6 +93,11 @@ class CaptionTool(Tool[CaptionSettings, CaptionAction, CaptionRecord]):
         from giant.llm.factory import check_credentials
 
         provider = provider_settings(settings.provider, **settings.options)
+        if getattr(provider, "batch", False):
+            raise ConfigError(
+                "tools.caption.options.batch=true: the captioner cannot wait for a batch round (its calls "
+                "happen inside a step); drop it, or use flex where the provider offers it"
+            )
         try:
             check_credentials(provider)
         except ConfigError as exc:
