@@ -84,6 +84,7 @@ def test_glass_is_not_tissue(tmp_path: Path) -> None:
     path = write_svs(tmp_path / "glass.svs", __import__("numpy").asarray(white), 0.5)
     record = measure(path)
     assert (record.count, record.tissue_fraction, record.density_per_mm2) == (0, 0.0, 0.0)
+    assert CellsRecord.model_validate_json(record.model_dump_json()) == record  # every number is finite
 
 
 def test_a_region_coarser_than_the_limit_is_refused_with_one_line(tiles: dict[str, Tile]) -> None:

@@ -104,8 +104,8 @@ def _half_way(rgb: np.ndarray, hematoxylin: np.ndarray, tissue: np.ndarray, t: T
     (a threshold set in optical density alone, which is not linear in light, shrinks every nucleus)."""
     step = max(1, int(tissue.sum()) // 200_000)
     sample = hematoxylin[tissue][::step]
-    if sample.size == 0:
-        return math.inf
+    if sample.size == 0:  # no tissue, so no nucleus whatever the threshold
+        return t.min_hematoxylin
     split = max(t.min_hematoxylin, _otsu(sample))
     colours = rgb[tissue][::step].astype(np.float32)
     dark = sample > split
