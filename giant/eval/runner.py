@@ -357,7 +357,8 @@ class _Workers:
         )
         seconds = time.perf_counter() - start
         record = _scored_record(item, run_index, trajectory, rel if dest.is_dir() else None, seconds, run)
-        return record.model_copy(update={"navigation": navigation})
+        tools = dict(Counter(call.tool for call in trajectory.tool_calls)) or None
+        return record.model_copy(update={"navigation": navigation, "tool_calls": tools})
 
     def _crashed(
         self,

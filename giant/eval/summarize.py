@@ -28,6 +28,7 @@ from giant.eval.voting import item_label
 from giant.llm.types import TokenCounts
 from giant.record import SKIPPED, ResultRecord, latest_by_slot
 from giant.record.summary import Bootstrap, Magnification, Provenance, Summary, Totals
+from giant.record.tool_use import tool_use
 from giant.wsi.magnification import objective_band
 
 _PATH = re.compile(r"(?<![\w<])(?:[A-Za-z]:)?[\w.~-]*[/\\][^\s,;:()'\"]+")
@@ -119,6 +120,7 @@ def summarize(  # noqa: PLR0913  every total of a run goes into its summary
         navigation=summarize_navigation(
             [r for r in runs if r.key not in skipped], replicates=scoring.bootstrap_replicates, seed=seed
         ),
+        tool_use=tool_use(runs),
     )
 
 

@@ -198,6 +198,11 @@ class Summary(BaseModel):
     dataset_defects: list[Defect] = Field(default_factory=list)
     # None: no item-run recorded where it looked; its lists one MLflow step per crop (step 1: the first)
     navigation: Annotated[NavigationSummary | None, _NAVIGATION] = None
+    # how the item-runs used the tools (giant.record.tool_use): per tool, its calls, the item-runs that
+    # called it and how many of those ended correct; empty when no tool was called
+    tool_use: Annotated[dict[str, float], MlflowName(prefix=n.TOOL_METRIC_PREFIX)] = Field(
+        default_factory=dict
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
