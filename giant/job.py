@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hydra.conf import HydraConf
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
@@ -22,7 +21,7 @@ from giant.core import Item
 from giant.data.defects import Defect
 from giant.errors import EXIT_INCOMPLETE, EXIT_SETUP, ConfigError, RunStopped
 from giant.record import OVERVIEWS_DIR, TRAJECTORIES_DIR, JobLayout, write_resolved_config
-from giant.record.layout import CONFIG_ARTIFACTS
+from giant.record.layout import CONFIG_ARTIFACTS, HYDRA_DIR
 from giant.record.summary import Summary
 from giant.tracking.names import OUTPUT_DIR_TAG, OVERRIDES_TAG
 
@@ -173,6 +172,68 @@ def _server(cfg: DictConfig) -> ServerSettings | None:
 
 
 def _run(settings: RunSettings) -> float | None:
+    """One job, or one job per task when the loaded items are scored by several metrics (a task file
+    or MultiPathQA without dataset.benchmark): each task then runs as `dataset.benchmark=<task>` would,
+    in its own folder `<job folder>/<task>/`, with its own summary, report and MLflow run. Every task's
+    data is checked before the first one starts, so a refusal leaves no MLflow run."""
+    hydra_cfg = HydraConfig.get()
+    out_dir = Path(hydra_cfg.runtime.output_dir)
+    overrides = list(hydra_cfg.overrides.task)
+    data = load_data(settings)
+    tasks = split_tasks(settings, data)
+    if not tasks:
+        return _run_task(settings, data, out_dir, overrides)
+    from giant.eval.runner import check_items
+
+    jobs = [(task, by_task, load_data(by_task)) for task, by_task in tasks]
+    if not settings.run.dry_run:  # as the run will: every task's items and slides, before any run
+        for _, by_task, task_data in jobs:
+            check_items(task_data.items)
+            check_slides(task_data, by_task)
+    print(
+        f"{len(jobs)} tasks scored by different metrics: one job per task ({', '.join(t for t, *_ in jobs)})"
+    )
+    stops: list[RunStopped] = []
+    for task, by_task, task_data in jobs:
+        folder = out_dir / task
+        _copy_hydra_files(out_dir, folder)
+        try:
+            _run_task(by_task, task_data, folder, [*overrides, f"dataset.benchmark={task}"])
+        except RunStopped as stop:  # the other tasks still run; the job ends with the worst code
+            print(f"{task}: {stop}")
+            stops.append(stop)
+    if stops:
+        worst = max(stops, key=lambda stop: stop.code)
+        raise RunStopped(
+            f"{len(stops)} of {len(jobs)} tasks did not complete; the first: {worst}", worst.code
+        )
+    return None
+
+
+def split_tasks(settings: RunSettings, data: JobData) -> list[tuple[str, RunSettings]]:
+    """(task, its settings) for each task of a job whose items mix metrics and that chose no task;
+    [] for a job of one metric (it runs as one job, as before)."""
+    if settings.dataset.benchmark or len({item.metric for item in data.items}) < 2:
+        return []
+    tasks = list(dict.fromkeys(item.benchmark for item in data.items))  # in the file's order
+    dataset = settings.dataset
+    return [
+        (task, settings.model_copy(update={"dataset": dataset.model_copy(update={"benchmark": task})}))
+        for task in tasks
+    ]
+
+
+def _copy_hydra_files(out_dir: Path, folder: Path) -> None:
+    """A task's folder is a job folder of its own: it gets the job's composed config (.hydra)."""
+    import shutil
+
+    source = out_dir / HYDRA_DIR
+    if source.is_dir():
+        shutil.copytree(source, folder / HYDRA_DIR, dirs_exist_ok=True)
+
+
+def _run_task(settings: RunSettings, data: JobData, out_dir: Path, overrides: list[str]) -> float | None:
+    """One job of one metric, in `out_dir`."""
     if not settings.run.dry_run:  # a dry run calls no provider: no key needed to estimate cost
         from giant.llm.factory import check_credentials
 
@@ -181,9 +242,9 @@ def _run(settings: RunSettings) -> float | None:
 
         # the weights load once, or one line says why not
         tools = load_tools(settings.enabled_tools(), settings.tools)
-    hydra_cfg = HydraConfig.get()
-    out_dir = Path(hydra_cfg.runtime.output_dir)
-    data = load_data(settings)
+    from giant.eval.runner import check_items
+
+    check_items(data.items)  # the dry run refuses what the run would, before any MLflow run
     if settings.run.dry_run:
         _dry_run(settings, data, out_dir)
         return None
@@ -217,7 +278,7 @@ def _run(settings: RunSettings) -> float | None:
     if left_to_run(resume_from, slots, retry_failed=settings.run.retry_failed):  # else nothing is sent
         check_server(settings.provider, settings.agent, provider)  # a self-hosted server, asked first
 
-    job = _start_tracking(settings, data, hydra_cfg, previous.mlflow_run_id if previous else None)
+    job = _start_tracking(settings, data, out_dir, overrides, previous.mlflow_run_id if previous else None)
     index.record(key, out_dir, job.run_id if job else None)
     if resume_from is not None:
         print(f"resuming run key {key} from {resume_from}")
@@ -377,13 +438,14 @@ def _dry_run(settings: RunSettings, data: JobData, out_dir: Path) -> None:
 
 
 def _start_tracking(
-    settings: RunSettings, data: JobData, hydra_cfg: HydraConf, resume_run_id: str | None
+    settings: RunSettings, data: JobData, out_dir: Path, overrides: list[str], resume_run_id: str | None
 ) -> JobRun | None:
     if not settings.tracking.enabled:
         return None
     from giant.eval.provenance import git_commit
     from giant.tracking.mlflow_logger import JobRun, SweepInfo, job_tags
 
+    hydra_cfg = HydraConfig.get()
     sweep = SweepInfo.read(Path(hydra_cfg.sweep.dir)) if hydra_cfg.mode == RunMode.MULTIRUN else None
     tags = job_tags(
         settings,
@@ -393,8 +455,8 @@ def _start_tracking(
         sweep_id=sweep.parent_run_id if sweep else "",
         digests=data.digests,
     )
-    tags[OVERRIDES_TAG] = " ".join(hydra_cfg.overrides.task)[:5000]
-    tags[OUTPUT_DIR_TAG] = str(hydra_cfg.runtime.output_dir)
+    tags[OVERRIDES_TAG] = " ".join(overrides)[:5000]
+    tags[OUTPUT_DIR_TAG] = str(out_dir)
     job = JobRun.start(settings, tags=tags, sweep=sweep, resume_run_id=resume_run_id)
     if data.digests is not None:
         job.log_dataset(data.digests)

@@ -24,6 +24,7 @@ from giant.tracking.names import (
     JOB_ROLE,
     MAIN_METRIC,
     METRIC_NAME_TAG,
+    PARENT_TAG,
     ROLE_TAG,
     SHARED_VIEW_PREFIX,
     STEPS_MEAN_METRIC,
@@ -167,12 +168,17 @@ def view_address(base: str, experiment_id: str, key: str, mode: str = TABLE_MODE
 
 
 def latest_sweep_view(client: MlflowClient, experiment_id: str) -> str | None:
-    """The share key of the experiment's newest sweep that has a stored view."""
+    """The share key of the experiment's newest sweep that has a stored view and a finished job run:
+    a sweep whose jobs all stopped before they opened a run (a refusal, or a dry run of an older giant)
+    would open an empty view."""
     experiment = client.get_experiment(experiment_id)
     sweeps = client.search_runs(
         [experiment_id], filter_string=tag_filter(ROLE_TAG, SWEEP_ROLE), order_by=["start_time DESC"]
     )
     for sweep in sweeps:
-        if f"{SHARED_VIEW_PREFIX}{sweep.info.run_id}" in experiment.tags:
+        if f"{SHARED_VIEW_PREFIX}{sweep.info.run_id}" not in experiment.tags:
+            continue
+        finished = f"{tag_filter(PARENT_TAG, sweep.info.run_id)} and attributes.status = 'FINISHED'"
+        if client.search_runs([experiment_id], filter_string=finished, max_results=1):
             return sweep.info.run_id
     return None
