@@ -179,7 +179,7 @@ def _run(settings: RunSettings) -> float | None:
     hydra_cfg = HydraConfig.get()
     out_dir = Path(hydra_cfg.runtime.output_dir)
     overrides = list(hydra_cfg.overrides.task)
-    data = load_data(settings)
+    data = prerequisites(settings)
     tasks = split_tasks(settings, data)
     if not tasks:
         return _run_task(settings, data, out_dir, overrides)
@@ -233,11 +233,8 @@ def _copy_hydra_files(out_dir: Path, folder: Path) -> None:
 
 
 def _run_task(settings: RunSettings, data: JobData, out_dir: Path, overrides: list[str]) -> float | None:
-    """One job of one metric, in `out_dir`."""
-    if not settings.run.dry_run:  # a dry run calls no provider: no key needed to estimate cost
-        from giant.llm.factory import check_credentials
-
-        check_credentials(settings.provider)
+    """One job of one metric, in `out_dir` (its key and data already checked: prerequisites)."""
+    if not settings.run.dry_run:
         from giant.tools import load_tools
 
         # the weights load once, or one line says why not
@@ -361,13 +358,37 @@ def wsi_root_setting(settings: RunSettings) -> str:
     return "dataset.wsi_root" if root is not None and root != settings.paths.wsi_root else "paths.wsi_root"
 
 
-def check_data(settings: RunSettings) -> tuple[JobData, dict[str, Located]]:
-    """The job's data as a run checks it before any MLflow run or provider call: the dataset loaded
-    (its CSV read and its rows validated by the dataset's own loader, load_data) and every item's slide
-    looked up (check_slides). A sweep runs the same check for each of its jobs before it starts
-    (giant.cli.sweep_check); a ConfigError names the problem on one line."""
-    data = load_data(settings)
-    return data, check_slides(data, settings)
+def prerequisites(settings: RunSettings) -> JobData:
+    """What a job needs before anything else, checked in one pass so that one missing thing does not
+    hide another: the provider's key (not for a dry run, which calls nothing) and the dataset (its
+    question file read and every row validated by the dataset's loader, load_data). Every problem is
+    in the one ConfigError raised, a line each."""
+    problems: list[str] = []
+    if not settings.run.dry_run:
+        from giant.llm.factory import check_credentials
+
+        try:
+            check_credentials(settings.provider)
+        except ConfigError as err:
+            problems.append(str(err))
+    try:
+        data = load_data(settings)
+    except ConfigError as err:
+        problems.append(str(err))
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return data
+
+
+def check_data(settings: RunSettings) -> JobData:
+    """The job as a run checks it before any MLflow run or provider call (prerequisites), and every
+    item's slide looked up (check_slides; a dry run reports missing slides in its own report). A sweep
+    runs the same check for each of its jobs before it starts (giant.cli.sweep_check), dry or not, so a
+    problem the jobs share is said once; a ConfigError names each problem on its own line."""
+    data = prerequisites(settings)
+    if not settings.run.dry_run:
+        check_slides(data, settings)
+    return data
 
 
 def check_slides(data: JobData, settings: RunSettings) -> dict[str, Located]:

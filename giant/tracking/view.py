@@ -24,7 +24,6 @@ from giant.tracking.names import (
     JOB_ROLE,
     MAIN_METRIC,
     METRIC_NAME_TAG,
-    PARENT_TAG,
     ROLE_TAG,
     SHARED_VIEW_PREFIX,
     STEPS_MEAN_METRIC,
@@ -178,7 +177,7 @@ def latest_sweep_view(client: MlflowClient, experiment_id: str) -> str | None:
     for sweep in sweeps:
         if f"{SHARED_VIEW_PREFIX}{sweep.info.run_id}" not in experiment.tags:
             continue
-        finished = f"{tag_filter(PARENT_TAG, sweep.info.run_id)} and attributes.status = 'FINISHED'"
+        finished = f"{jobs_filter(sweep.info.run_id)} AND attributes.status = 'FINISHED'"
         if client.search_runs([experiment_id], filter_string=finished, max_results=1):
             return sweep.info.run_id
     return None

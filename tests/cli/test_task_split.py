@@ -103,7 +103,22 @@ def test_the_dry_run_prices_each_task_and_writes_nothing_to_mlflow(
 def test_a_refused_task_leaves_no_mlflow_run(hydra_init: None, slides: Path, tmp_path: Path) -> None:
     """One task's slides missing: the whole job is refused before the first task opens a run."""
     broken = EXAMPLE.replace("case_01.svs,What", "gone_1.svs,What").replace("{absolute}", "gone_2.svs")
-    with pytest.raises(ConfigError, match="gone_1.svs"):
+    with pytest.raises(ConfigError, match=r"gone_1\.svs"):
         _job(tmp_path, slides, broken)
     assert not (tmp_path / "store").exists()
     assert not (tmp_path / "job" / "organ" / "summary.json").exists()
+
+
+def test_a_missing_key_and_broken_rows_are_reported_together(
+    hydra_init: None, slides: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every missing prerequisite in one pass (issue 42): the key no longer hides the file's problems."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    broken = EXAMPLE.replace('"[""Liver"", ""Lung"", ""Kidney""]",2', '"[""Liver"", ""Lung""",2')
+    with pytest.raises(ConfigError) as refused:
+        _job(tmp_path, slides, broken, "provider=openai")
+    lines = str(refused.value).splitlines()
+    assert lines[0].startswith("provider=openai: environment variable OPENAI_API_KEY is unset"), lines
+    assert lines[1].endswith("my_cohort.csv: 1 problem(s); fix them and run again"), lines
+    assert lines[2].startswith("  row 1, column options: not JSON"), lines
+    assert not (tmp_path / "store").exists()
