@@ -243,8 +243,9 @@ class OpenAICompatibleSettings(SdkSettings):
     protocol: Method[Literal["structured"]] = Field(
         description="structured (the only protocol it speaks): one strict-JSON step per call."
     )
-    base_url: Operational[str] = Field(
-        min_length=1, description="The server's address, e.g. http://127.0.0.1:8000/v1 (required)."
+    base_url: Operational[str | None] = Field(
+        min_length=1,
+        description="The server's address, e.g. http://127.0.0.1:8000/v1 (required but by a dry run).",
     )
     image_detail: Method[Literal["high", "low", "auto"]] = Field(description="The image detail level sent.")
     # How the step schema reaches the server (giant.llm.openai_compatible): response_format (OpenAI's
