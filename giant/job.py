@@ -577,9 +577,15 @@ def _report(settings: RunSettings, summary: Summary, out_dir: Path, run_id: str 
     if summary.setup_failure:
         print(f"{head} STOPPED, no score ({dollars} spent) -> {out_dir}{where}")
         return
+    from giant.report.headline import navigation_phrase
+
     missing = f", {summary.n_slides_missing} slides missing" if summary.n_slides_missing else ""
     done = "" if summary.complete else " INCOMPLETE"
+    m = summary.metric
+    navigation = navigation_phrase(summary.navigation)
+    looked = f"; {navigation} (all in {JobLayout(out_dir).report.name})" if navigation else ""
     print(
-        f"{head} {summary.metric_name} {summary.metric.point:.3f} ± {summary.metric.std:.3f} "
-        f"(point estimate ± bootstrap std; n={summary.n_items}{missing}, {dollars}){done} -> {out_dir}{where}"
+        f"{head} {summary.metric_name} {m.point:.3f} [{m.ci_low:.3f}, {m.ci_high:.3f}] "
+        f"(point estimate [95% bootstrap interval]; n={summary.n_items}{missing}, {dollars}){done}"
+        f"{looked} -> {out_dir}{where}"
     )

@@ -18,6 +18,7 @@ from giant.record.summary import Totals
 from giant.record.trajectory import Trajectory
 from giant.report import costs, labels, navigation, overviews, taxonomy
 from giant.report.facts import ItemRun, JobFacts, gather
+from giant.report.headline import navigation_figures
 from giant.tools import TOOLS
 from giant.tracking.artifacts import NO_ANSWER
 from giant.tracking.viewer import Outlines
@@ -125,9 +126,9 @@ def _header(facts: JobFacts) -> Rows:
         rows += [
             (
                 summary.metric_name,
-                f"{m.point:.3f} ± {m.std:.3f} (95% interval {m.ci_low:.3f}–{m.ci_high:.3f})"
-                f", n={summary.n_items}",
+                f"{m.point:.3f} (95% bootstrap interval {m.ci_low:.3f}–{m.ci_high:.3f}), n={summary.n_items}",
             ),
+            *navigation_figures(summary.navigation),
             ("complete", "yes" if summary.complete else f"no: {summary.incomplete_reason}"),
             ("cost", _cost(summary.totals)),
             (

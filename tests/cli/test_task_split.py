@@ -81,7 +81,11 @@ def test_the_guides_two_task_example_runs_each_task_by_its_metric(
         assert summary["benchmark"] == task and summary["n_items"] == 2 and summary["complete"]
         assert (out / task / "report.html").is_file()
         metrics[task] = summary["metric_name"]
-        assert f"{task} giant T=1" in printed
+        (closing,) = [line for line in printed.splitlines() if line.startswith(f"{task} giant T=1")]
+        # the point estimate with its interval, and where the model looked, with units and the file
+        assert "(point estimate [95% bootstrap interval];" in closing
+        assert "tissue coverage " in closing and "(all in report.html)" in closing
+        assert "tissue coverage" in (out / task / "report.html").read_text()
     assert metrics == {"organ": "accuracy", "grade": "balanced_accuracy"}
     client = MlflowClient(uri)
     runs = client.search_runs([client.get_experiment_by_name("giant").experiment_id])
