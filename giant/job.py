@@ -577,7 +577,7 @@ def _report(settings: RunSettings, summary: Summary, out_dir: Path, run_id: str 
     if summary.setup_failure:
         print(f"{head} STOPPED, no score ({dollars} spent) -> {out_dir}{where}")
         return
-    from giant.report.headline import navigation_phrase
+    from giant.record.headline import navigation_phrase
 
     missing = f", {summary.n_slides_missing} slides missing" if summary.n_slides_missing else ""
     done = "" if summary.complete else " INCOMPLETE"

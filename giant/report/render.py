@@ -14,11 +14,11 @@ from typing import Any
 from giant import pages
 from giant.pages import Link
 from giant.record import SKIPPED, TRAJECTORIES_DIR, ResultRecord
+from giant.record.headline import navigation_figures
 from giant.record.summary import Totals
 from giant.record.trajectory import Trajectory
 from giant.report import costs, labels, navigation, overviews, taxonomy
 from giant.report.facts import ItemRun, JobFacts, gather
-from giant.report.headline import navigation_figures
 from giant.tools import TOOLS
 from giant.tracking.artifacts import NO_ANSWER
 from giant.tracking.viewer import Outlines

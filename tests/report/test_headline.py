@@ -4,8 +4,8 @@ line and report.html's header."""
 
 from __future__ import annotations
 
+from giant.record.headline import navigation_figures, navigation_phrase
 from giant.record.summary import Bootstrap, NavigationSummary
-from giant.report.headline import navigation_figures, navigation_phrase
 
 
 def _nav(**fields: object) -> NavigationSummary:
