@@ -51,7 +51,10 @@ def test_the_view_lists_the_jobs_with_the_ablation_s_columns(mlflow_store: tuple
     listed = client.search_runs([experiment], state["searchFilter"])
     assert len(listed) == 4 and other.info.run_id not in {run.info.run_id for run in listed}
     columns = state["selectedColumns"]
-    assert columns[:2] == ["params.`agent.max_steps`", "params.`dataset.benchmark`"]
+    # the metric and its interval first: in view beside MLflow's Assistant panel at 1366 px (issue 42)
+    assert columns[:3] == ["metrics.`metric`", "metrics.`metric_ci_low`", "metrics.`metric_ci_high`"]
+    assert columns[3:5] == ["params.`agent.max_steps`", "params.`dataset.benchmark`"]
+    assert {"metrics.`nav_hit_rate`", "metrics.`nav_finest_mpp`", "metrics.`nav_coverage`"} <= set(columns)
     for key in ("metric", "metric_ci_low", "metric_ci_high", "cost_usd", "calls_paid", "steps_mean"):
         assert f"metrics.`{key}`" in columns
     assert "tags.`dataset`" in columns
