@@ -258,3 +258,11 @@ def test_the_metric_is_in_view_at_1366x768_in_a_fresh_profile(
     for left, top, right, bottom in (place["head"], place["cell"]):
         assert left >= 0 and top >= 0, place
         assert right <= place["width"] and bottom <= place["height"], place
+    with open_page(browser, _address(ui, "the same sweep's charts"), **FRESH) as opened:
+        page = opened.page
+        card = page.locator(".js-plotly-plot").first
+        card.wait_for(timeout=120_000)
+        page.wait_for_timeout(3000)
+        box = card.bounding_box()
+        screenshot(page, shots(tmp_path) / "mlflow_sweep_chart_1366.png")
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] / 2 <= FRESH["width"], box
