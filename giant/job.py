@@ -212,15 +212,19 @@ def _run(settings: RunSettings) -> float | None:
 
 def split_tasks(settings: RunSettings, data: JobData) -> list[tuple[str, RunSettings]]:
     """(task, its settings) for each task of a job whose items mix metrics and that chose no task;
-    [] for a job of one metric (it runs as one job, as before)."""
+    [] for a job of one metric (it runs as one job, as before). With `item_ids`, each task keeps the
+    chosen items of its own (a task with none is not run); `limit` applies to each task again."""
     if settings.dataset.benchmark or len({item.metric for item in data.items}) < 2:
         return []
     tasks = list(dict.fromkeys(item.benchmark for item in data.items))  # in the file's order
-    dataset = settings.dataset
-    return [
-        (task, settings.model_copy(update={"dataset": dataset.model_copy(update={"benchmark": task})}))
-        for task in tasks
-    ]
+    split = []
+    for task in tasks:
+        update: dict[str, object] = {"dataset": settings.dataset.model_copy(update={"benchmark": task})}
+        if settings.run.item_ids is not None:  # the chosen items of this task (keys are unique)
+            keys = [item.key for item in data.items if item.benchmark == task]
+            update["run"] = settings.run.model_copy(update={"item_ids": keys})
+        split.append((task, settings.model_copy(update=update)))
+    return split
 
 
 def _copy_hydra_files(out_dir: Path, folder: Path) -> None:

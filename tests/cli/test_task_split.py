@@ -126,3 +126,12 @@ def test_a_missing_key_and_broken_rows_are_reported_together(
     assert lines[1].endswith("my_cohort.csv: 1 problem(s); fix them and run again"), lines
     assert lines[2].startswith("  row 1, column options: not JSON"), lines
     assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.slow
+def test_chosen_items_of_two_tasks_split_by_task(hydra_init: None, slides: Path, tmp_path: Path) -> None:
+    """item_ids naming one item of each task: each task runs its own, none is refused for the other's."""
+    out, _ = _job(tmp_path, slides, EXAMPLE, "dry_run=true", "item_ids=[organ/organ-1,grade/grade-2]")
+    for task in ("organ", "grade"):
+        report = json.loads((out / task / "dry_run.json").read_text())
+        assert report["n_items"] == 1, report
