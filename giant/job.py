@@ -183,7 +183,7 @@ def _run(settings: RunSettings) -> float | None:
     tasks = split_tasks(settings, data)
     if not tasks:
         return _run_task(settings, data, out_dir, overrides)
-    from giant.eval.runner import check_items
+    from giant.eval.items import check_items
 
     jobs = [(task, by_task, load_data(by_task)) for task, by_task in tasks]
     if not settings.run.dry_run:  # as the run will: every task's items and slides, before any run
@@ -243,7 +243,7 @@ def _run_task(settings: RunSettings, data: JobData, out_dir: Path, overrides: li
 
         # the weights load once, or one line says why not
         tools = load_tools(settings.enabled_tools(), settings.tools)
-    from giant.eval.runner import check_items
+    from giant.eval.items import check_items
 
     check_items(data.items)  # the dry run refuses what the run would, before any MLflow run
     if settings.run.dry_run:
