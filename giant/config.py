@@ -186,6 +186,7 @@ class RunSettings(_Strict):
     @classmethod
     def from_config(cls, cfg: DictConfig) -> RunSettings:
         """Resolve, validate and cross-check; raises ConfigError (one line) on any problem."""
+        cfg = _without_dry_run_server(cfg)
         data = resolve(cfg)
         run_keys = set(RunOptions.model_fields)
         sections = {
@@ -211,13 +212,14 @@ class RunSettings(_Strict):
         # Provider checks (a script that exists, a server URL, thinking limits) live in the
         # provider's own settings model (giant/llm/config.py).
         ds = self.dataset
+        missing = []  # every missing file or folder at once: one does not hide another
         for name, path in (("dataset.csv_path", ds.csv_path), ("dataset.slidebench_fix", ds.slidebench_fix)):
             if path is not None and not path.is_file():
-                raise ConfigError(f"{name}={path}: file not found; pass an existing CSV file")
+                missing.append(f"{name}={path}: file not found; pass an existing CSV file")
         if ds.source == "custom" and ds.path is None:
-            raise ConfigError("dataset=custom reads your task file: pass dataset.path=FILE (CSV or JSONL)")
+            missing.append("dataset=custom reads your task file: pass dataset.path=FILE (CSV or JSONL)")
         if ds.source == "custom" and ds.path is not None and (kind := not_a_file(ds.path)) is not None:
-            raise ConfigError(f"dataset.path={ds.path}: {kind}; pass your task file (CSV or JSONL)")
+            missing.append(f"dataset.path={ds.path}: {kind}; pass your task file (CSV or JSONL)")
         if ds.source != "custom" and ds.path is not None:
             raise ConfigError(
                 f"dataset.path is read by dataset=custom only, not dataset={ds.name}; add dataset=custom"
@@ -227,10 +229,15 @@ class RunSettings(_Strict):
         if checked_root and ds.wsi_root is not None and not ds.wsi_root.is_dir() and not self.run.dry_run:
             # dataset.wsi_root follows paths.wsi_root: name the one the user set
             name = "paths.wsi_root" if ds.wsi_root == self.paths.wsi_root else "dataset.wsi_root"
-            raise ConfigError(
+            missing.append(
                 f"{name}={ds.wsi_root}: folder not found; set paths.wsi_root=... or GIANT_WSI_ROOT "
                 "(dry_run=true lists what is missing)"
             )
+        if missing:
+            raise ConfigError("\n".join(missing))
+        base_url = getattr(self.provider, "base_url", "")
+        if self.provider.name == "openai_compatible" and base_url is None and not self.run.dry_run:
+            raise ConfigError(MISSING_BASE_URL)
         if ds.source == "demo" and ds.csv_path is not None and ds.wsi_root is None:
             raise ConfigError("dataset.csv_path is set for the demo: also set dataset.wsi_root to its slides")
         for name in self.enabled_tools():
@@ -341,6 +348,21 @@ def shipped(model: type[_Section], **changes: object) -> _Section:
         return model.model_validate({**values, **changes})
     except ValidationError as exc:
         raise ConfigError(one_line(exc)) from None
+
+
+MISSING_BASE_URL = "provider.base_url is required: pass provider.base_url=VALUE on the command line"
+
+
+def _without_dry_run_server(cfg: DictConfig) -> DictConfig:
+    """A dry run contacts nothing: provider=openai_compatible may leave its server's base_url unset."""
+    provider = cfg.get("provider") if cfg.get("dry_run") else None
+    if provider is None or provider.get("name") != "openai_compatible":
+        return cfg
+    if not OmegaConf.is_missing(provider, "base_url"):
+        return cfg
+    cfg = cfg.copy()
+    cfg.provider.base_url = None
+    return cfg
 
 
 def resolve(cfg: DictConfig) -> dict[str, Any]:

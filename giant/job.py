@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hydra.conf import HydraConf
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
@@ -22,7 +21,7 @@ from giant.core import Item
 from giant.data.defects import Defect
 from giant.errors import EXIT_INCOMPLETE, EXIT_SETUP, EXIT_UNTRACKED, ConfigError, RunStopped
 from giant.record import OVERVIEWS_DIR, TRAJECTORIES_DIR, JobLayout, write_resolved_config
-from giant.record.layout import CONFIG_ARTIFACTS
+from giant.record.layout import CONFIG_ARTIFACTS, HYDRA_DIR
 from giant.record.summary import Summary
 from giant.tracking.names import OUTPUT_DIR_TAG, OVERRIDES_TAG
 
@@ -174,17 +173,80 @@ def _server(cfg: DictConfig) -> ServerSettings | None:
 
 
 def _run(settings: RunSettings) -> float | None:
-    if not settings.run.dry_run:  # a dry run calls no provider: no key needed to estimate cost
-        from giant.llm.factory import check_credentials
+    """One job, or one job per task when the loaded items are scored by several metrics (a task file
+    or MultiPathQA without dataset.benchmark): each task then runs as `dataset.benchmark=<task>` would,
+    in its own folder `<job folder>/<task>/`, with its own summary, report and MLflow run. Every task's
+    data is checked before the first one starts, so a refusal leaves no MLflow run."""
+    hydra_cfg = HydraConfig.get()
+    out_dir = Path(hydra_cfg.runtime.output_dir)
+    overrides = list(hydra_cfg.overrides.task)
+    data = prerequisites(settings)
+    tasks = split_tasks(settings, data)
+    if not tasks:
+        return _run_task(settings, data, out_dir, overrides)
+    from giant.eval.items import check_items
 
-        check_credentials(settings.provider)
+    jobs = [(task, by_task, load_data(by_task)) for task, by_task in tasks]
+    if not settings.run.dry_run:  # as the run will: every task's items and slides, before any run
+        for _, by_task, task_data in jobs:
+            check_items(task_data.items)
+            check_slides(task_data, by_task)
+    print(
+        f"{len(jobs)} tasks scored by different metrics: one job per task ({', '.join(t for t, *_ in jobs)})"
+    )
+    stops: list[RunStopped] = []
+    for task, by_task, task_data in jobs:
+        folder = out_dir / task
+        _copy_hydra_files(out_dir, folder)
+        try:
+            _run_task(by_task, task_data, folder, [*overrides, f"dataset.benchmark={task}"])
+        except RunStopped as stop:  # the other tasks still run; the job ends with the worst code
+            print(f"{task}: {stop}")
+            stops.append(stop)
+    if stops:
+        worst = max(stops, key=lambda stop: stop.code)
+        raise RunStopped(
+            f"{len(stops)} of {len(jobs)} tasks did not complete; the first: {worst}", worst.code
+        )
+    return None
+
+
+def split_tasks(settings: RunSettings, data: JobData) -> list[tuple[str, RunSettings]]:
+    """(task, its settings) for each task of a job whose items mix metrics and that chose no task;
+    [] for a job of one metric (it runs as one job, as before). With `item_ids`, each task keeps the
+    chosen items of its own (a task with none is not run); `limit` applies to each task again."""
+    if settings.dataset.benchmark or len({item.metric for item in data.items}) < 2:
+        return []
+    tasks = list(dict.fromkeys(item.benchmark for item in data.items))  # in the file's order
+    split = []
+    for task in tasks:
+        update: dict[str, object] = {"dataset": settings.dataset.model_copy(update={"benchmark": task})}
+        if settings.run.item_ids is not None:  # the chosen items of this task (keys are unique)
+            keys = [item.key for item in data.items if item.benchmark == task]
+            update["run"] = settings.run.model_copy(update={"item_ids": keys})
+        split.append((task, settings.model_copy(update=update)))
+    return split
+
+
+def _copy_hydra_files(out_dir: Path, folder: Path) -> None:
+    """A task's folder is a job folder of its own: it gets the job's composed config (.hydra)."""
+    import shutil
+
+    source = out_dir / HYDRA_DIR
+    if source.is_dir():
+        shutil.copytree(source, folder / HYDRA_DIR, dirs_exist_ok=True)
+
+
+def _run_task(settings: RunSettings, data: JobData, out_dir: Path, overrides: list[str]) -> float | None:
+    """One job of one metric, in `out_dir` (its key and data already checked: prerequisites)."""
+    if not settings.run.dry_run:
         from giant.tools import load_tools
 
         # the weights load once, or one line says why not
         tools = load_tools(settings.enabled_tools(), settings.tools)
-    hydra_cfg = HydraConfig.get()
-    out_dir = Path(hydra_cfg.runtime.output_dir)
-    data = load_data(settings)
+    from giant.eval.items import check_items
+
+    check_items(data.items)  # the dry run refuses what the run would, before any MLflow run
     if settings.run.dry_run:
         _dry_run(settings, data, out_dir)
         return None
@@ -222,7 +284,7 @@ def _run(settings: RunSettings) -> float | None:
     if left_to_run(resume_from, slots, retry_failed=settings.run.retry_failed):  # else nothing is sent
         check_server(settings.provider, settings.agent, provider)  # a self-hosted server, asked first
 
-    job = _start_tracking(settings, data, hydra_cfg, previous.mlflow_run_id if previous else None)
+    job = _start_tracking(settings, data, out_dir, overrides, previous.mlflow_run_id if previous else None)
     index.record(key, out_dir, job.run_id if job else None)
     if resume_from is not None:
         print(f"resuming run key {key} from {resume_from}")
@@ -314,13 +376,37 @@ def wsi_root_setting(settings: RunSettings) -> str:
     return "dataset.wsi_root" if root is not None and root != settings.paths.wsi_root else "paths.wsi_root"
 
 
-def check_data(settings: RunSettings) -> tuple[JobData, dict[str, Located]]:
-    """The job's data as a run checks it before any MLflow run or provider call: the dataset loaded
-    (its CSV read and its rows validated by the dataset's own loader, load_data) and every item's slide
-    looked up (check_slides). A sweep runs the same check for each of its jobs before it starts
-    (giant.cli.sweep_check); a ConfigError names the problem on one line."""
-    data = load_data(settings)
-    return data, check_slides(data, settings)
+def prerequisites(settings: RunSettings) -> JobData:
+    """What a job needs before anything else, checked in one pass so that one missing thing does not
+    hide another: the provider's key (not for a dry run, which calls nothing) and the dataset (its
+    question file read and every row validated by the dataset's loader, load_data). Every problem is
+    in the one ConfigError raised, a line each."""
+    problems: list[str] = []
+    if not settings.run.dry_run:
+        from giant.llm.factory import check_credentials
+
+        try:
+            check_credentials(settings.provider)
+        except ConfigError as err:
+            problems.append(str(err))
+    try:
+        data = load_data(settings)
+    except ConfigError as err:
+        problems.append(str(err))
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return data
+
+
+def check_data(settings: RunSettings) -> JobData:
+    """The job as a run checks it before any MLflow run or provider call (prerequisites), and every
+    item's slide looked up (check_slides; a dry run reports missing slides in its own report). A sweep
+    runs the same check for each of its jobs before it starts (giant.cli.sweep_check), dry or not, so a
+    problem the jobs share is said once; a ConfigError names each problem on its own line."""
+    data = prerequisites(settings)
+    if not settings.run.dry_run:
+        check_slides(data, settings)
+    return data
 
 
 def check_slides(data: JobData, settings: RunSettings) -> dict[str, Located]:
@@ -391,13 +477,14 @@ def _dry_run(settings: RunSettings, data: JobData, out_dir: Path) -> None:
 
 
 def _start_tracking(
-    settings: RunSettings, data: JobData, hydra_cfg: HydraConf, resume_run_id: str | None
+    settings: RunSettings, data: JobData, out_dir: Path, overrides: list[str], resume_run_id: str | None
 ) -> JobRun | None:
     if not settings.tracking.enabled:
         return None
     from giant.eval.provenance import git_commit
     from giant.tracking.mlflow_logger import JobRun, SweepInfo, job_tags
 
+    hydra_cfg = HydraConfig.get()
     sweep = SweepInfo.read(Path(hydra_cfg.sweep.dir)) if hydra_cfg.mode == RunMode.MULTIRUN else None
     tags = job_tags(
         settings,
@@ -407,8 +494,8 @@ def _start_tracking(
         sweep_id=sweep.parent_run_id if sweep else "",
         digests=data.digests,
     )
-    tags[OVERRIDES_TAG] = " ".join(hydra_cfg.overrides.task)[:5000]
-    tags[OUTPUT_DIR_TAG] = str(hydra_cfg.runtime.output_dir)
+    tags[OVERRIDES_TAG] = " ".join(overrides)[:5000]
+    tags[OUTPUT_DIR_TAG] = str(out_dir)
     job = JobRun.start(settings, tags=tags, sweep=sweep, resume_run_id=resume_run_id)
     if data.digests is not None:
         job.log_dataset(data.digests)
@@ -547,6 +634,8 @@ def _report(settings: RunSettings, summary: Summary, out_dir: Path, run_id: str 
     if summary.setup_failure:
         print(f"{head} STOPPED, no score ({dollars} spent) -> {out_dir}{where}")
         return
+    from giant.record.headline import navigation_phrase
+
     missing = f", {summary.n_slides_missing} slides missing" if summary.n_slides_missing else ""
     if summary.n_unmeasured:  # a score would count the unmeasured item-runs as the model's failures
         print(
@@ -555,7 +644,11 @@ def _report(settings: RunSettings, summary: Summary, out_dir: Path, run_id: str 
         )
         return
     done = "" if summary.complete else " INCOMPLETE"
+    m = summary.metric
+    navigation = navigation_phrase(summary.navigation)
+    looked = f"; {navigation} (all in {JobLayout(out_dir).report.name})" if navigation else ""
     print(
-        f"{head} {summary.metric_name} {summary.metric.point:.3f} ± {summary.metric.std:.3f} "
-        f"(point estimate ± bootstrap std; n={summary.n_items}{missing}, {dollars}){done} -> {out_dir}{where}"
+        f"{head} {summary.metric_name} {m.point:.3f} [{m.ci_low:.3f}, {m.ci_high:.3f}] "
+        f"(point estimate [95% bootstrap interval]; n={summary.n_items}{missing}, {dollars}){done}"
+        f"{looked} -> {out_dir}{where}"
     )

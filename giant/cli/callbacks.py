@@ -126,7 +126,8 @@ class MlflowSweepCallback(Callback):
             validate_sweep(config)
             PathSettings.from_config(config).check_writable(sweep_dir, sweep=True)
             tracking = tracking_settings(config)
-            opened = open_experiment(tracking) if tracking.enabled else None
+            # A dry-run sweep leaves no trace in MLflow: its reports stay in the job folders
+            opened = open_experiment(tracking) if tracking.enabled and not config.get("dry_run") else None
         except ConfigError as err:  # one line and exit 2, as for a single run (scripts/run_eval.py)
             exit_with("run_eval", str(err))
         clear_outcomes(sweep_dir)

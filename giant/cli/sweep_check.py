@@ -38,6 +38,9 @@ def data_key(settings: RunSettings) -> str:
         str(settings.paths.cache_dir),
         settings.run.limit,
         settings.run.item_ids,
+        settings.run.dry_run,  # a dry run needs no key and finds its missing slides itself
+        settings.provider.name,  # the key's variable
+        getattr(settings.provider, "api_key_env", None),
     ]
     return json.dumps(parts, sort_keys=True, default=str)
 
@@ -47,15 +50,16 @@ def sweep_problems(
 ) -> list[str]:
     """One line per distinct problem among the jobs (overrides and settings, in launch order, or the
     error their settings raised), naming the jobs it affects by the overrides that set them apart;
-    [] when every job's settings (and with `data`, its data) are usable. Dry runs' data is not
-    checked: they report missing slides themselves."""
+    [] when every job's settings (and with `data`, its key and data: giant.job.check_data) are usable.
+    Dry runs' data is checked too (a question file they share fails once, not once per job); they
+    report missing slides themselves."""
     checked: dict[str, str | None] = {}
     problems: dict[str, list[int]] = {}
     for number, (_, settings) in enumerate(jobs):
         if isinstance(settings, ConfigError):
             problems.setdefault(str(settings), []).append(number)
             continue
-        if not data or settings.run.dry_run:
+        if not data:
             continue
         key = data_key(settings)
         if key not in checked:

@@ -185,6 +185,8 @@ def _served_limit(provider: OpenAICompatibleSettings) -> tuple[int | None, str]:
     """max_model_len from the server's GET /v1/models (free: no model call), when it is up."""
     import openai
 
+    if provider.base_url is None:  # a dry run without the server's address asks no one
+        return None, "no provider.base_url to ask"
     client = openai.OpenAI(
         api_key="not-needed", base_url=provider.base_url, max_retries=0, timeout=SERVER_TIMEOUT_S
     )

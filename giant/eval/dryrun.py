@@ -472,13 +472,20 @@ def _range(model: str, pricing: Pricing, usages: list[Usage]) -> CostRange:
     return CostRange(low_usd=low, expected_usd=expected, high_usd=high)
 
 
+def _reports_of(folder: Path) -> list[Path]:
+    """A job's dry-run report, or its tasks' (a job whose tasks mix metrics runs one per task, each in
+    a folder of its own: giant.job.split_tasks)."""
+    own = folder / DRY_RUN_FILE
+    return [own] if own.is_file() else sorted(folder.glob(f"*/{DRY_RUN_FILE}"))
+
+
 def sweep_lines(job_dirs: Sequence[Path]) -> list[str]:
     """A dry-run sweep's cells at a glance, after every job has priced its own: one line per cell
     (what an item-run sends, its warnings) and the whole sweep's expected cost per price tier."""
     reports = [
         DryRunReport.model_validate_json(path.read_text(encoding="utf-8"))
         for folder in job_dirs
-        if (path := Path(folder) / DRY_RUN_FILE).is_file()
+        for path in _reports_of(Path(folder))
     ]
     if not reports:
         return []

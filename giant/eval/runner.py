@@ -38,6 +38,7 @@ from giant.eval.annotations import Annotations
 from giant.eval.budget import CallPricer, RunBudget
 from giant.eval.causes import FIXES, CircuitBreaker, Halt, record_cause, trajectory_cause
 from giant.eval.gpu_cost import GpuRate, earlier_active_s
+from giant.eval.items import check_items
 from giant.eval.limits import RunLimits
 from giant.eval.navigation import item_navigation
 from giant.eval.progress import Progress
@@ -77,25 +78,6 @@ def item_seed(seed: int, key: str, run_index: int) -> int:
     """Independent, stable per item-run: SHA-256, not Python's salted hash()."""
     digest = hashlib.sha256(json.dumps([seed, key, run_index]).encode()).digest()
     return int.from_bytes(digest[:4], "big") >> 1
-
-
-def check_items(items: Sequence[Item]) -> tuple[str, str]:
-    """(dataset name, metric name); a run is one dataset scored with one metric."""
-    if not items:
-        raise ConfigError("the run has no items; check the dataset path and its filters")
-    repeated = [key for key, n in Counter(item.key for item in items).items() if n > 1]
-    if repeated:
-        dup = repeated[0]
-        raise ConfigError(
-            f"item key {dup} appears more than once; each (benchmark, benchmark_id) must be unique"
-        )
-    metrics = {item.metric for item in items}
-    benchmarks = sorted({item.benchmark for item in items})
-    if len(metrics) > 1:
-        raise ConfigError(
-            f"the items mix metrics {sorted(metrics)} (tasks {benchmarks}); run one task per job"
-        )
-    return "+".join(benchmarks), metrics.pop()
 
 
 async def _cut_after_grace(

@@ -15,6 +15,7 @@ conf/provider/<name>.yaml.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
@@ -95,6 +96,18 @@ class SdkSettings(ProviderSettings):
     )
     prompt_caching: Method[bool] = Field(description="Use the provider's prompt cache.")
     key_required: ClassVar[bool] = True  # False: a local server may need no key
+    # Variables read after api_key_env when it is unset, as the provider's SDK itself would
+    key_fallbacks: ClassVar[dict[str, tuple[str, ...]]] = {}
+
+    def key_variables(self) -> tuple[str, ...]:
+        """The variables the key is read from, in order: api_key_env, then its SDK's alternatives."""
+        if not self.api_key_env:
+            return ()
+        return (self.api_key_env, *self.key_fallbacks.get(self.api_key_env, ()))
+
+    def api_key(self) -> str:
+        """The key from the first of `key_variables` that is set ("" when none is)."""
+        return next((key for name in self.key_variables() if (key := os.environ.get(name, ""))), "")
 
     def client_timeout_s(self) -> float:
         """The SDK client's timeout for one request: timeout_s, else the SDKs' own 10 minutes."""
@@ -230,8 +243,9 @@ class OpenAICompatibleSettings(SdkSettings):
     protocol: Method[Literal["structured"]] = Field(
         description="structured (the only protocol it speaks): one strict-JSON step per call."
     )
-    base_url: Operational[str] = Field(
-        min_length=1, description="The server's address, e.g. http://127.0.0.1:8000/v1 (required)."
+    base_url: Operational[str | None] = Field(
+        min_length=1,
+        description="The server's address, e.g. http://127.0.0.1:8000/v1 (required but by a dry run).",
     )
     image_detail: Method[Literal["high", "low", "auto"]] = Field(description="The image detail level sent.")
     # How the step schema reaches the server (giant.llm.openai_compatible): response_format (OpenAI's

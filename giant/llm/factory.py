@@ -8,7 +8,6 @@ random provider never loads an SDK.
 from __future__ import annotations
 
 import importlib
-import os
 from typing import TYPE_CHECKING, Any
 
 from giant.errors import ConfigError
@@ -35,9 +34,10 @@ def check_credentials(cfg: ProviderSettings) -> None:
         return  # local servers (vLLM, Ollama, ...) usually need no key
     if not cfg.api_key_env:
         raise ConfigError(f"provider={cfg.name}: provider.api_key_env is empty; name the key variable")
-    if not os.environ.get(cfg.api_key_env):
+    if not cfg.api_key():
+        names = " or ".join(cfg.key_variables())
         raise ConfigError(
-            f"provider={cfg.name}: environment variable {cfg.api_key_env} is unset or empty; "
+            f"provider={cfg.name}: environment variable {names} is unset or empty; "
             f"export {cfg.api_key_env}=... (or set provider.api_key_env to the variable holding the key)"
         )
 

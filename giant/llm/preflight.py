@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import io
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,7 +77,7 @@ def probe_image() -> dict[str, Any]:
 
 def preflight(cfg: OpenAICompatibleSettings, need: ImageNeed, *, http_client: Any = None) -> ServerFacts:
     """At most 3 requests; returns what the server said, or raises ConfigError with the one line."""
-    key = os.environ.get(cfg.api_key_env, "") if cfg.api_key_env else ""
+    key = cfg.api_key()
     client = openai.OpenAI(
         api_key=key or _NO_KEY,
         base_url=cfg.base_url,

@@ -7,7 +7,6 @@ the call path through `CallRuntime.execute`) is the same and lives here once.
 
 from __future__ import annotations
 
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -52,7 +51,7 @@ class SdkProvider(ABC, Generic[S]):
         self.ledger = ledger  # where paid replies are kept, and replayed from (None: every call is sent)
         self.model = cfg.model
         self.runtime = CallRuntime(cfg, provider=self.name)
-        self._key = os.environ.get(cfg.api_key_env, "") if cfg.api_key_env else ""
+        self._key = cfg.api_key()
         # The run's batch rounds (provider.batch=true; None: each call is sent on its own), shared by
         # every episode of the run: the provider sends through them, the runner counts the episodes.
         self.batches = batches

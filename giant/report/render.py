@@ -14,6 +14,7 @@ from typing import Any
 from giant import pages
 from giant.pages import Link
 from giant.record import SKIPPED, TRAJECTORIES_DIR, ResultRecord
+from giant.record.headline import navigation_figures
 from giant.record.summary import Totals
 from giant.record.tool_use import tool_use
 from giant.record.trajectory import Trajectory
@@ -127,9 +128,9 @@ def _header(facts: JobFacts) -> Rows:
         rows += [
             (
                 summary.metric_name,
-                f"{m.point:.3f} ± {m.std:.3f} (95% interval {m.ci_low:.3f}–{m.ci_high:.3f})"
-                f", n={summary.n_items}",
+                f"{m.point:.3f} (95% bootstrap interval {m.ci_low:.3f}–{m.ci_high:.3f}), n={summary.n_items}",
             ),
+            *navigation_figures(summary.navigation),
             ("complete", "yes" if summary.complete else f"no: {summary.incomplete_reason}"),
             ("cost", _cost(summary.totals)),
             (

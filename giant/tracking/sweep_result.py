@@ -14,7 +14,17 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from giant.tracking.names import CI_HIGH_METRIC, CI_LOW_METRIC, DATASET_TAG, MAIN_METRIC
+from giant.record.headline import navigation_phrase
+from giant.record.summary import Bootstrap, NavigationSummary
+from giant.tracking.names import (
+    CI_HIGH_METRIC,
+    CI_HIGH_SUFFIX,
+    CI_LOW_METRIC,
+    CI_LOW_SUFFIX,
+    DATASET_TAG,
+    MAIN_METRIC,
+    NAVIGATION_METRIC_PREFIX,
+)
 from giant.tracking.view import (
     CHART_MODE,
     TABLE_MODE,
@@ -30,6 +40,7 @@ if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
 
 PLOT = "sweep_metric.png"
+NAVIGATION_TABLE = "navigation.md"  # written by giant.tracking.tables.write_report when jobs measured it
 TABLES_DIR = "tables"  # under the sweep folder, and the parent run's artifact folder
 MAX_COMMANDS = 8  # compare.py commands printed; the rest are counted
 # As scripts/make_tables.py introduces its tables: which number a cell is (the job line, the plot and
@@ -86,6 +97,44 @@ def sweep_plot(runs: list[Run], swept: list[str], path: Path) -> Path | None:
     return path
 
 
+def navigation_lines(jobs: list[Run], table: Path) -> list[str]:
+    """Where each job's model looked, one line per job with its figures (giant.record.headline), and
+    the file that has them all ([] when no job measured any)."""
+    lines = []
+    for run in sorted(jobs, key=lambda run: run.info.run_name or ""):
+        phrase = navigation_phrase(navigation_of(run.data.metrics))
+        if phrase:
+            lines.append(f"  {run.info.run_name}: {phrase}")
+    if not lines:
+        return []
+    where = f" (all of them in {table})" if table.is_file() else ""
+    return [f"where the model looked{where}:", *lines]
+
+
+def navigation_of(metrics: dict[str, float]) -> NavigationSummary | None:
+    """The navigation figures of a job's MLflow metrics (`nav_<field>`), as its summary has them."""
+
+    def get(field: str) -> float | None:
+        return metrics.get(f"{NAVIGATION_METRIC_PREFIX}{field}")
+
+    if get("item_runs") is None:
+        return None
+    hit, low, high = get("hit_rate"), get("hit_rate" + CI_LOW_SUFFIX), get("hit_rate" + CI_HIGH_SUFFIX)
+    interval = None
+    if hit is not None and low is not None and high is not None:
+        interval = Bootstrap(point=hit, mean=hit, std=0.0, ci_low=low, ci_high=high, replicates=0, seed=0)
+    return NavigationSummary(
+        item_runs=int(get("item_runs") or 0),
+        steps=get("steps") or 0.0,
+        crops=get("crops") or 0.0,
+        finest_mpp=get("finest_mpp"),
+        coverage=get("coverage"),
+        revisits=get("revisits"),
+        annotated=int(get("annotated") or 0),
+        hit_rate=interval,
+    )
+
+
 def pair_commands(runs: list[Run], swept: list[str]) -> list[str]:
     """`python scripts/compare.py A B` for every two jobs of one task that differ in one swept setting."""
     lines = []
@@ -135,6 +184,7 @@ def finish_sweep(
         lines += [TABLE_HEADING, to_markdown(report.table), COST_HEADING, cost_markdown(report.table)]
         files = list(report.files)
     out.mkdir(parents=True, exist_ok=True)
+    lines += navigation_lines(jobs, out / NAVIGATION_TABLE)
     plot = sweep_plot(jobs, swept, out / PLOT)
     if plot is not None:
         files.append(plot)

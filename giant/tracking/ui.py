@@ -13,6 +13,7 @@ python -m giant.tracking.ui TRACKING_URI ARTIFACT_ROOT HOST PORT
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -54,7 +55,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     command += ["--default-artifact-root", artifact_root, "--host", host, "--port", port]
     command += ["--workers", "1"]  # one researcher's UI: four workers start four times slower
     print(f"make ui: starting MLflow's UI on {base} (it takes up to half a minute) ...", flush=True)
-    server = subprocess.Popen(command, env=env)
+    # Its own process group: the server and the workers it starts are stopped together, on Ctrl-C as
+    # on SIGTERM (a terminated `make ui` used to leave them serving the port).
+    signal.signal(signal.SIGTERM, _interrupt)
+    server = subprocess.Popen(command, env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + STARTUP_S
         while not answers(base):
@@ -63,7 +67,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return server.returncode or 1
             if time.monotonic() > deadline:
                 print(f"make ui: {base} did not answer within {STARTUP_S:g} s", file=sys.stderr)
-                server.terminate()
                 return 1
             time.sleep(POLL_S)
         from mlflow.tracking import MlflowClient
@@ -74,9 +77,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
         return server.wait()
     except KeyboardInterrupt:
-        server.terminate()
-        server.wait(timeout=30)
         return 0
+    finally:
+        stop(server)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM ends `make ui` as Ctrl-C does."""
+    raise KeyboardInterrupt
+
+
+def stop(server: subprocess.Popen[bytes], grace_s: float = 30.0) -> None:
+    """The server's whole process group (mlflow ui and its workers): SIGTERM, then SIGKILL for any
+    process still there after `grace_s`."""
+    if not _group_alive(server, signal.SIGTERM):
+        return
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        server.poll()  # reaps the leader, which would otherwise keep its group alive as a zombie
+        if not _group_alive(server, 0):
+            return
+        time.sleep(0.2)
+    _group_alive(server, signal.SIGKILL)
+    server.wait()
+
+
+def _group_alive(server: subprocess.Popen[bytes], sig: int) -> bool:
+    """Sends `sig` to the server's process group (0 sends nothing): False when no process is left."""
+    try:
+        os.killpg(server.pid, sig)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 if __name__ == "__main__":

@@ -18,12 +18,15 @@ from typing import TYPE_CHECKING, Any
 from giant.tracking.names import (
     CALLS_PAID_METRIC,
     CI_HIGH_METRIC,
+    CI_HIGH_SUFFIX,
     CI_LOW_METRIC,
+    CI_LOW_SUFFIX,
     COST_METRIC,
     DATASET_TAG,
     JOB_ROLE,
     MAIN_METRIC,
     METRIC_NAME_TAG,
+    NAVIGATION_METRIC_PREFIX,
     ROLE_TAG,
     SHARED_VIEW_PREFIX,
     STEPS_MEAN_METRIC,
@@ -43,15 +46,21 @@ SECTION_ID = "giant-sweep"  # the one chart section the view holds
 SECTION = {"uuid": SECTION_ID, "name": "Task metric vs swept settings", "display": True, "isReordered": False}
 # Parameters that differ between jobs without being an ablation's setting (where each job wrote)
 NOT_SWEPT_PREFIXES = ("paths.", "tracking.", "hydra.")
-# The columns every sweep view shows, in order, after the swept settings: the task, its metric's name,
-# the metric and its bootstrap interval, then dollars, paid calls and steps
+# The columns every sweep view shows, in order: the metric and its bootstrap interval first (MLflow
+# 3.17 opens its Assistant panel beside the table in a fresh browser profile, which leaves a 1366 px
+# screen room for a few columns only), then the swept settings, the task and its metric's name, then
+# dollars, paid calls, steps and where the model looked (hit rate with its interval, finest µm/px,
+# tissue coverage)
+SCORE_COLUMNS = (MAIN_METRIC, CI_LOW_METRIC, CI_HIGH_METRIC)
 METRIC_COLUMNS = (
-    MAIN_METRIC,
-    CI_LOW_METRIC,
-    CI_HIGH_METRIC,
     COST_METRIC,
     CALLS_PAID_METRIC,
     STEPS_MEAN_METRIC,
+    f"{NAVIGATION_METRIC_PREFIX}hit_rate",
+    f"{NAVIGATION_METRIC_PREFIX}hit_rate{CI_LOW_SUFFIX}",
+    f"{NAVIGATION_METRIC_PREFIX}hit_rate{CI_HIGH_SUFFIX}",
+    f"{NAVIGATION_METRIC_PREFIX}finest_mpp",
+    f"{NAVIGATION_METRIC_PREFIX}coverage",
 )
 TAG_COLUMNS = (DATASET_TAG, METRIC_NAME_TAG)
 
@@ -107,7 +116,8 @@ def view_state(sweep_id: str, swept: Sequence[str], charted: Sequence[str]) -> d
 
     Every field of the page's state is given (the UI takes the saved state as it is, so a field left
     out would be undefined, not its default)."""
-    columns = [column_key("params", key) for key in swept]
+    columns = [column_key("metrics", key) for key in SCORE_COLUMNS]
+    columns += [column_key("params", key) for key in swept]
     columns += [column_key("tags", key) for key in TAG_COLUMNS]
     columns += [column_key("metrics", key) for key in METRIC_COLUMNS]
     return {
@@ -167,12 +177,17 @@ def view_address(base: str, experiment_id: str, key: str, mode: str = TABLE_MODE
 
 
 def latest_sweep_view(client: MlflowClient, experiment_id: str) -> str | None:
-    """The share key of the experiment's newest sweep that has a stored view."""
+    """The share key of the experiment's newest sweep that has a stored view and a finished job run:
+    a sweep whose jobs all stopped before they opened a run (a refusal, or a dry run of an older giant)
+    would open an empty view."""
     experiment = client.get_experiment(experiment_id)
     sweeps = client.search_runs(
         [experiment_id], filter_string=tag_filter(ROLE_TAG, SWEEP_ROLE), order_by=["start_time DESC"]
     )
     for sweep in sweeps:
-        if f"{SHARED_VIEW_PREFIX}{sweep.info.run_id}" in experiment.tags:
+        if f"{SHARED_VIEW_PREFIX}{sweep.info.run_id}" not in experiment.tags:
+            continue
+        finished = f"{jobs_filter(sweep.info.run_id)} AND attributes.status = 'FINISHED'"
+        if client.search_runs([experiment_id], filter_string=finished, max_results=1):
             return sweep.info.run_id
     return None

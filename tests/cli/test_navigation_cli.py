@@ -96,9 +96,8 @@ def test_the_demo_hit_rate_is_1_when_the_model_crops_the_markers_and_lower_at_ra
     lines = (tables / "navigation.md").read_text().splitlines()
     giant_row = next(line for line in lines if line.startswith("| giant"))
     random_row = next(line for line in lines if line.startswith("| random_regions"))
-    assert giant_row.split(" | ")[1] == "100.0 [100, 100]" and not random_row.split(" | ")[1].startswith(
-        "100.0"
-    )
+    assert giant_row.split(" | ")[1] == "100.0% [100%, 100%]"  # units stated (issue 42)
+    assert not random_row.split(" | ")[1].startswith("100.0")
     assert (tables / "navigation.png").stat().st_size > 1000
 
 

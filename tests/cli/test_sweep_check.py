@@ -63,6 +63,31 @@ def test_no_csv_is_one_line_for_the_six_jobs(cli: Env) -> None:
 
 
 @pytest.mark.slow
+def test_a_dry_run_sweep_without_its_csv_says_so_once(cli: Env) -> None:
+    """A dry run of the sweep fails on its shared question file as the run does: once, before any job
+    (issue 42: it printed the same error once per job)."""
+    slides = cli.tmp / "slides"
+    slides.mkdir(exist_ok=True)
+    (line,) = _refused(cli, *BRIEF, f"paths.wsi_root={slides}", "dry_run=true")
+    assert line.startswith("run_eval: could not download MultiPathQA.csv"), line
+    assert line.endswith("(every one of the 6 sweep jobs)"), line
+
+
+@pytest.mark.slow
+def test_a_dry_run_sweep_leaves_nothing_in_mlflow(cli: Env) -> None:
+    """Its reports stay in the job folders: no store, no parent run, no MLflow address printed."""
+    sweep_dir = cli.tmp / "dry_sweep"
+    proc = cli.run(
+        "-m", "provider=random", "dataset=demo", "agent.max_steps=1,2", "dry_run=true",
+        f"tracking.uri={cli.uri}", f"hydra.sweep.dir={sweep_dir}",
+    )  # fmt: skip
+    assert "dry-run sweep: 2 cells priced" in proc.stdout
+    assert sorted(path.parent.name for path in sweep_dir.glob("*/dry_run.json")) == ["0", "1"]
+    assert not Path(cli.uri.removeprefix("sqlite:///")).exists()
+    assert "http" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
 def test_slides_missing_per_task_name_each_task_s_jobs(cli: Env) -> None:
     """The CSV is there and the folder too, but it holds no slide: one line per task (its example
     slide differs), each naming that task's jobs by the overrides that set them apart."""

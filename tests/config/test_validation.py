@@ -43,7 +43,10 @@ def _error(overrides: list[str]) -> str:
             "not both",
         ),
         (["+agent.typo=1"], "agent.typo"),
-        (["dataset=tcga", "dataset.csv_path=/nonexistent/m.csv"], "dataset.csv_path=/nonexistent/m.csv"),
+        (  # the slide folder "/" exists: the missing CSV is the one problem
+            ["dataset=tcga", "dataset.csv_path=/nonexistent/m.csv", "paths.wsi_root=/"],
+            "dataset.csv_path=/nonexistent/m.csv",
+        ),
         (  # the setting the user set is the one named
             ["dataset=gtex", "paths.wsi_root=/nonexistent/wsi"],
             "paths.wsi_root=/nonexistent/wsi: folder not found",
@@ -116,3 +119,30 @@ def test_a_task_file_that_is_a_directory_or_fifo_is_named_as_one(hydra_init: Non
         [*base, f"dataset.path={tmp_path / 'fifo.csv'}"]
     )
     assert "missing.csv: no such file" in _error([*base, f"dataset.path={tmp_path / 'missing.csv'}"])
+
+
+def test_a_dry_run_of_a_self_hosted_model_needs_no_server_address(hydra_init: None) -> None:
+    """The dry run contacts nothing (issue 42): provider=openai_compatible without provider.base_url
+    is priced; the run itself still refuses it in one line."""
+    dry = compose("config", overrides=["provider=openai_compatible", "provider.model=m", "dry_run=true"])
+    assert RunSettings.from_config(dry).provider.base_url is None  # type: ignore[union-attr]
+    assert "provider.base_url is required" in _error(["provider=openai_compatible", "provider.model=m"])
+
+
+def test_missing_files_and_folders_are_reported_together(hydra_init: None, tmp_path: Path) -> None:
+    """A missing question file does not hide a missing slide folder: one line each, in one pass."""
+    cfg = compose(
+        "config",
+        overrides=[
+            "dataset=tcga",
+            f"dataset.csv_path={tmp_path / 'no.csv'}",
+            f"paths.wsi_root={tmp_path / 'no'}",
+        ],
+    )
+    with pytest.raises(ConfigError) as info:
+        RunSettings.from_config(cfg)
+    assert str(info.value).splitlines() == [
+        f"dataset.csv_path={tmp_path / 'no.csv'}: file not found; pass an existing CSV file",
+        f"paths.wsi_root={tmp_path / 'no'}: folder not found; set paths.wsi_root=... or GIANT_WSI_ROOT "
+        "(dry_run=true lists what is missing)",
+    ]

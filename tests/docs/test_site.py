@@ -56,6 +56,35 @@ def test_every_page_in_the_nav_exists_and_every_page_is_in_the_nav() -> None:
     assert written - listed == set()
 
 
+def test_the_readme_and_the_front_page_link_every_guide() -> None:
+    """Every page of the nav's Guides section is reachable from the README's table and from
+    docs/index.md's, not only from the site's menu (issue 42: gemini.md and input-design.md were not)."""
+    guides = next(
+        entry["Guides"] for entry in config()["nav"] if isinstance(entry, dict) and "Guides" in entry
+    )
+    pages = list(nav_pages(guides))
+    readme = (ROOT / "README.md").read_text()
+    index = (ROOT / "docs" / "index.md").read_text()
+    assert [page for page in pages if f"(docs/{page})" not in readme] == []
+    assert [page for page in pages if f"({page})" not in index] == []
+
+
+def test_the_sweeps_guide_lists_every_option_of_every_group() -> None:
+    """docs/sweeps.md's table of the config groups names each conf/<group>/<option>.yaml (issue 42: it
+    lacked gemini and patch_design)."""
+    from giant.confdir import group_options
+
+    rows = {
+        match[0]: match[1]
+        for match in re.findall(r"^\| `(\w+)` \| ([^|]+) \|", (ROOT / "docs" / "sweeps.md").read_text(), re.M)
+    }
+    missing = {
+        group: [option for option in group_options(group) if f"`{option}`" not in rows.get(group, "")]
+        for group in ("provider", "dataset", "agent", "experiment", "launcher", "tracking", "tools", "server")
+    }
+    assert {group: options for group, options in missing.items() if options} == {}
+
+
 def test_readme_links_reach_existing_pages() -> None:
     """The README is the front page: each of its relative links must land on a file."""
     readme = (ROOT / "README.md").read_text()

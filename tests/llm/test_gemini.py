@@ -15,8 +15,9 @@ import giant.config  # noqa: F401  (offers the `tools: all` option parse_agent c
 from giant.agent import run_episode
 from giant.agent.modes import parse_agent
 from giant.core import Item
+from giant.errors import ConfigError
 from giant.llm.config import provider_settings
-from giant.llm.factory import build_provider
+from giant.llm.factory import build_provider, check_credentials
 from giant.llm.ledger import Ledger
 from giant.llm.pricing import Pricing
 from giant.llm.schema import offered_actions, step_schema
@@ -84,6 +85,22 @@ def episode(url: str, slide: Path, ledger: Ledger | None = None, **settings: Any
         return await run_episode(ITEM, slide, provider, agent, out_dir=None, seed=0)
 
     return asyncio.run(go())
+
+
+def test_google_api_key_is_read_when_gemini_api_key_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """google-genai accepts GOOGLE_API_KEY; so does giant, after GEMINI_API_KEY (issue 42)."""
+    monkeypatch.delenv("GEMINI_API_KEY")
+    settings = provider_settings("gemini")
+    with pytest.raises(ConfigError, match="GEMINI_API_KEY or GOOGLE_API_KEY is unset"):
+        check_credentials(settings)
+    monkeypatch.setenv("GOOGLE_API_KEY", KEY)
+    check_credentials(settings)
+    server = GeminiServer(answer_at=1)
+    with serving(server) as url:
+        call(url)
+    assert server.keys == [KEY]
+    monkeypatch.setenv("GEMINI_API_KEY", "the-first-variable-wins")
+    assert settings.api_key() == "the-first-variable-wins"
 
 
 def test_structured_request_through_the_sdk() -> None:

@@ -35,6 +35,19 @@ VIEWPORT = {"width": 1920, "height": 900}  # wide enough that the grid renders e
 TASKS = ("demo_shapes", "demo_count")
 STEPS = ("1", "3")
 HEADERS = "() => [...document.querySelectorAll('[role=columnheader]')].map(e => e.innerText.trim())"
+FRESH = {"width": 1366, "height": 768}  # a laptop screen, a new browser profile: MLflow's panels as they open
+# The `metric` column's header and its first value, where the page lays them out (ag-grid renders only
+# the columns in view: a column pushed off-screen is not found)
+METRIC_PLACE = """() => {
+  const heads = [...document.querySelectorAll('[role=columnheader]')];
+  const head = heads.find(e => e.innerText.trim() === 'metric');
+  if (!head) return null;
+  const id = head.getAttribute('col-id');
+  const cell = document.querySelector(`[role=gridcell][col-id="${id}"]`);
+  const rect = (e) => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+  return {head: rect(head), cell: cell ? rect(cell) : null, value: cell ? cell.innerText.trim() : null,
+          width: window.innerWidth, height: window.innerHeight};
+}"""
 
 
 class Sweep(NamedTuple):
@@ -225,3 +238,31 @@ def _close_assistant(page: Any) -> None:
     if close.count():
         close.first.click()
         page.wait_for_timeout(500)
+
+
+@pytest.mark.slow
+def test_the_metric_is_in_view_at_1366x768_in_a_fresh_profile(
+    browser: Any, ui: Ui, sweep: Sweep, tmp_path: Path
+) -> None:
+    """Issue 42: MLflow 3.17's Assistant panel opens in a fresh profile and pushed the view's columns off
+    screen; the metric's header and first value must be visible without closing it or scrolling."""
+    with open_page(browser, _address(ui, "newest sweep"), **FRESH) as opened:
+        page = opened.page
+        page.get_by_text(f"{len(TASKS) * len(STEPS)} matching runs").wait_for(timeout=120_000)
+        page.get_by_text(f"{TASKS[0]}-giant-T{STEPS[0]}-S1000").first.wait_for(timeout=60_000)
+        page.wait_for_timeout(3000)  # the panels open and the grid lays itself out again
+        place = page.evaluate(METRIC_PLACE)
+        screenshot(page, shots(tmp_path) / "mlflow_sweep_table_1366.png")
+    assert place is not None, "the metric column is not rendered: it lies off-screen"
+    assert place["cell"] is not None and place["value"], place
+    for left, top, right, bottom in (place["head"], place["cell"]):
+        assert left >= 0 and top >= 0, place
+        assert right <= place["width"] and bottom <= place["height"], place
+    with open_page(browser, _address(ui, "the same sweep's charts"), **FRESH) as opened:
+        page = opened.page
+        card = page.locator(".js-plotly-plot").first
+        card.wait_for(timeout=120_000)
+        page.wait_for_timeout(3000)
+        box = card.bounding_box()
+        screenshot(page, shots(tmp_path) / "mlflow_sweep_chart_1366.png")
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] / 2 <= FRESH["width"], box

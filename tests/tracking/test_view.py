@@ -35,6 +35,7 @@ def _sweep(client: MlflowClient, experiment: str) -> tuple[str, list[str]]:
                 "paths.output_dir": f"/out/{task}-{steps}",  # differs, but is where a job wrote
             }.items():
                 client.log_param(run.info.run_id, key, value)
+            client.set_terminated(run.info.run_id, status="FINISHED")
             jobs.append(run.info.run_id)
     return sweep, jobs
 
@@ -50,7 +51,10 @@ def test_the_view_lists_the_jobs_with_the_ablation_s_columns(mlflow_store: tuple
     listed = client.search_runs([experiment], state["searchFilter"])
     assert len(listed) == 4 and other.info.run_id not in {run.info.run_id for run in listed}
     columns = state["selectedColumns"]
-    assert columns[:2] == ["params.`agent.max_steps`", "params.`dataset.benchmark`"]
+    # the metric and its interval first: in view beside MLflow's Assistant panel at 1366 px (issue 42)
+    assert columns[:3] == ["metrics.`metric`", "metrics.`metric_ci_low`", "metrics.`metric_ci_high`"]
+    assert columns[3:5] == ["params.`agent.max_steps`", "params.`dataset.benchmark`"]
+    assert {"metrics.`nav_hit_rate`", "metrics.`nav_finest_mpp`", "metrics.`nav_coverage`"} <= set(columns)
     for key in ("metric", "metric_ci_low", "metric_ci_high", "cost_usd", "calls_paid", "steps_mean"):
         assert f"metrics.`{key}`" in columns
     assert "tags.`dataset`" in columns
@@ -73,3 +77,20 @@ def test_make_ui_prints_the_newest_sweep_s_address(mlflow_store: tuple[str, str]
     address = view_address("http://127.0.0.1:5000", experiment, newer)
     assert f"newest sweep of giant, its jobs side by side: {address}" in lines
     assert not any(older in line for line in lines)
+
+
+def test_make_ui_passes_over_a_sweep_without_finished_jobs(mlflow_store: tuple[str, str]) -> None:
+    """A newer sweep whose jobs never finished (refused, or an older giant's dry run) would open an
+    empty view: make ui names the newest sweep that has finished job runs."""
+    uri, experiment = mlflow_store
+    client = MlflowClient(uri)
+    real, _ = _sweep(client, experiment)
+    store_view_from_runs(client, experiment, real)
+    empty = client.create_run(experiment, tags={ROLE_TAG: SWEEP_ROLE}).info.run_id
+    failed = client.create_run(experiment, tags={ROLE_TAG: JOB_ROLE, SWEEP_ID_TAG: empty}).info.run_id
+    client.set_terminated(failed, status="FAILED")
+    client.set_experiment_tag(experiment, f"{SHARED_VIEW_PREFIX}{empty}", "{}")
+    lines = runs_table_links(client, "http://127.0.0.1:5000")
+    address = view_address("http://127.0.0.1:5000", experiment, real)
+    assert f"newest sweep of giant, its jobs side by side: {address}" in lines
+    assert not any(empty in line for line in lines)

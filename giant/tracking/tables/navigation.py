@@ -47,13 +47,14 @@ def _value(rec: RunRecord, name: str, share: bool) -> str:
         return MISSING
     if name == "hit_rate":
         low, high = rec.navigation.get("hit_rate_ci_low"), rec.navigation.get("hit_rate_ci_high")
-        interval = f" [{100 * low:.0f}, {100 * high:.0f}]" if low is not None and high is not None else ""
-        return f"{100 * value:.1f}{interval}"
-    return f"{100 * value:.1f}" if share else f"{value:.3g}"
+        interval = f" [{100 * low:.0f}%, {100 * high:.0f}%]" if low is not None and high is not None else ""
+        return f"{100 * value:.1f}%{interval}"
+    return f"{100 * value:.1f}%" if share else f"{value:.3g}"
 
 
 def navigation_markdown(table: Table, records: list[RunRecord]) -> str | None:
-    """The navigation table (shares in percent, hit rate with its 95% interval); None: no run has one."""
+    """The navigation table (shares with their % sign, the hit rate with its 95% interval, µm/px in the
+    headings); None: no run has one."""
     cells = _cell_record(table, records)
     if not cells:
         return None

@@ -7,7 +7,7 @@ are imported when a Gemini provider is built. Its values are in conf/provider/ge
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -22,6 +22,9 @@ class GeminiSettings(FlexSettings):
 
     implementation = "giant.llm.providers.gemini.provider:GeminiProvider"
     name: Method[Literal["gemini"]] = Field(description="The provider; picking `provider=<name>` sets it.")
+    key_fallbacks: ClassVar[dict[str, tuple[str, ...]]] = {
+        "GEMINI_API_KEY": ("GOOGLE_API_KEY",)
+    }  # as google-genai
     # Gemini 3+ takes a level, 2.5 a token budget; the API refuses both in one request.
     thinking_level: Method[Literal["minimal", "low", "medium", "high"] | None] = Field(
         description="Gemini 3+ thinking level; null sends none (the model's default)."
