@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from hydra import compose
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig
 
 from giant.config import CONF_DIR, GROUPS, PROJECT_ROOT, RunSettings, group_options
@@ -61,6 +62,7 @@ def test_every_group_has_its_options() -> None:
         "thumbnail_resolution",
         "random_regions",
         "patch_design",
+        "tools",
     }
     assert set(group_options("launcher")) == {"basic", "joblib", "submitit_local", "submitit_slurm"}
 
@@ -99,8 +101,10 @@ def test_option_composes_and_validates(hydra_init: None, group: str, option: str
 def test_each_experiment_sweep_point_validates(hydra_init: None, experiment: str) -> None:
     """Every value an experiment sweeps over composes into valid settings (first and last of each)."""
     cfg = _compose([f"experiment={experiment}"], hydra=True)
-    params = {str(k): str(v).split(",") for k, v in cfg.hydra.sweeper.params.items()}
-    for key, values in params.items():
+    parser = OverridesParser.create()  # Hydra's own reading: a value may itself be a list ("[],[conch]")
+    for key, value in cfg.hydra.sweeper.params.items():
+        (override,) = parser.parse_overrides([f"{key}={value}"])
+        values = list(override.sweep_string_iterator())
         for value in (values[0], values[-1]):
             point = _compose([f"experiment={experiment}", f"{key}={value}"])
             RunSettings.from_config(point)
