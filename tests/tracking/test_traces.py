@@ -1,0 +1,116 @@
+"""A job's traces as MLflow holds them: a small job run in-process (the random provider on real
+synthetic slides), its record traced into a real sqlite store. One trace per item-run, each image the
+model was sent attached to the span that sent it and stored once (a hard link to the job's copy), the
+scoring as assessments; a second pass adds nothing, a cut-off trace is rebuilt, never doubled."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import mlflow
+import pytest
+from mlflow.entities import AssessmentSourceType
+from mlflow.tracing.attachments import Attachment
+
+from giant.record import JobLayout, latest_by_slot, read_results, read_trajectory
+from giant.tracking.mlflow_logger import JobRun
+from giant.tracking.names import (
+    CORRECT_ASSESSMENT,
+    EXPECTED_ASSESSMENT,
+    PARSED_ASSESSMENT,
+    TRACE_COMPLETE_TAG,
+    TRACE_ITEM_TAG,
+    TRACE_METHOD_TAG,
+    TRACE_RUN_TAG,
+    TRACE_TASK_TAG,
+)
+from giant.tracking.traces import log_traces
+from tests.eval.runner_fixtures import SLIDES, evaluate, make_items, random_provider, write_slides
+
+N_ITEMS = 3
+
+
+@pytest.fixture(scope="module")
+def job_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished job folder: N_ITEMS items, one run each."""
+    root = tmp_path_factory.mktemp("traced_job")
+    wsi = write_slides(root / "wsi", SLIDES)
+    out = root / "out"
+    asyncio.run(evaluate(make_items(N_ITEMS, SLIDES), wsi, random_provider(), out))
+    return out
+
+
+def _job(uri: str, experiment_id: str) -> JobRun:
+    client = mlflow.MlflowClient(uri)
+    run_id = client.create_run(experiment_id).info.run_id
+    settings: Any = SimpleNamespace(tracking=SimpleNamespace(uri=uri))  # traces read only the URI
+    return JobRun(client, run_id, settings)
+
+
+def _refs(value: object) -> list[str]:
+    """Every attachment reference in a span's inputs or outputs."""
+    if isinstance(value, str):
+        return [value] if Attachment.parse_ref(value) else []
+    if isinstance(value, dict):
+        return [ref for item in value.values() for ref in _refs(item)]
+    if isinstance(value, list):
+        return [ref for item in value for ref in _refs(item)]
+    return []
+
+
+def test_each_item_run_is_one_trace_with_its_images_and_scoring(
+    job_dir: Path, mlflow_store: tuple[str, str]
+) -> None:
+    uri, experiment_id = mlflow_store
+    job = _job(uri, experiment_id)
+    assert log_traces(job, job_dir) == N_ITEMS
+
+    records = latest_by_slot(read_results(JobLayout(job_dir).results))
+    traces = mlflow.search_traces(locations=[experiment_id], run_id=job.run_id, return_type="list")
+    assert len(traces) == N_ITEMS
+    artifacts = Path(experiment_root(uri, experiment_id))
+    for trace in traces:
+        tags = trace.info.tags
+        record = records[(tags[TRACE_ITEM_TAG], int(tags[TRACE_RUN_TAG]))]
+        assert tags[TRACE_TASK_TAG] == record.benchmark and tags[TRACE_METHOD_TAG] == "giant"
+        trajectory = read_trajectory(job_dir / str(record.trajectory))
+        refs = [ref for span in trace.data.spans for ref in _refs(span.inputs) + _refs(span.outputs)]
+        assert len(refs) == len(trajectory.regions) > 1  # the overview and the crops, one each
+        assert len({ref for ref in refs}) == len(refs)
+        overview = next(span for span in trace.data.spans if span.name == "call 1")
+        (image,) = overview.inputs["images"]
+        assert image["mpp"] == trajectory.regions[0].mpp and image["box"]["w"] == trajectory.slide_width
+        # stored once: the attachment file is the job's own image
+        stored = sorted(artifacts.rglob(f"attachments/{Attachment.parse_ref(image['image'])['attachment_id']}"))
+        assert len(stored) == 1
+        assert os.path.samefile(stored[0], job_dir / str(record.trajectory) / trajectory.regions[0].image)
+
+        by_name = {assessment.name: assessment for assessment in trace.info.assessments}
+        assert by_name[EXPECTED_ASSESSMENT].value == record.truth
+        assert by_name[CORRECT_ASSESSMENT].value is record.correct
+        assert by_name[PARSED_ASSESSMENT].value == record.label
+        assert by_name[CORRECT_ASSESSMENT].source.source_type == AssessmentSourceType.CODE
+
+
+def test_a_resumed_job_adds_no_second_trace(job_dir: Path, mlflow_store: tuple[str, str]) -> None:
+    uri, experiment_id = mlflow_store
+    job = _job(uri, experiment_id)
+    assert log_traces(job, job_dir) == N_ITEMS
+    assert log_traces(job, job_dir) == 0
+    first = mlflow.search_traces(locations=[experiment_id], run_id=job.run_id, return_type="list")
+    # a trace cut off before it was complete (killed while its assessments were logged) is rebuilt
+    job.client.delete_trace_tag(first[0].info.trace_id, TRACE_COMPLETE_TAG)
+    assert log_traces(job, job_dir) == 1
+    again = mlflow.search_traces(locations=[experiment_id], run_id=job.run_id, return_type="list")
+    assert len(again) == N_ITEMS
+    slots = {(t.info.tags[TRACE_ITEM_TAG], t.info.tags[TRACE_RUN_TAG]) for t in again}
+    assert len(slots) == N_ITEMS
+
+
+def experiment_root(uri: str, experiment_id: str) -> str:
+    location = mlflow.MlflowClient(uri).get_experiment(experiment_id).artifact_location
+    return location.removeprefix("file://")
