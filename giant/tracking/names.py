@@ -76,7 +76,6 @@ TRACE_METHOD_TAG: Final = "method"  # the agent mode (giant, thumbnail, patch, .
 # The trajectory folder a trace was built from, relative to the job folder: a resumed job traces the
 # slots without a trace, and replaces the trace of a slot whose record now names another folder.
 TRACE_TRAJECTORY_TAG: Final = "giant.trajectory"
-TRACE_COMPLETE_TAG: Final = "giant.traced"  # set last: a trace without it was cut off and is rebuilt
 # Assessments of a trace (giant.tracking.trace_assessments): what the code scored, under these names
 EXPECTED_ASSESSMENT: Final = "expected_answer"
 CORRECT_ASSESSMENT: Final = "correct"

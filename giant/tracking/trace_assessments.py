@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import mlflow
-from mlflow.entities import AssessmentSource, AssessmentSourceType
+from mlflow.entities import Assessment, AssessmentSource, AssessmentSourceType, Expectation, Feedback
 
 from giant.record.results import ResultRecord
 from giant.tracking.names import (
@@ -29,34 +28,28 @@ from giant.tracking.names import (
 CODE = AssessmentSource(source_type=AssessmentSourceType.CODE, source_id=CODE_SOURCE_ID)
 
 
-def log_assessments(trace_id: str, record: ResultRecord, clean: Callable[[str], str]) -> None:
-    """Every assessment of one item-run's trace (the global tracking URI is the job's store); `clean`
-    scrubs the secrets from a text."""
-    mlflow.log_expectation(trace_id=trace_id, name=EXPECTED_ASSESSMENT, value=record.truth, source=CODE)
-    mlflow.log_feedback(trace_id=trace_id, name=CORRECT_ASSESSMENT, value=record.correct, source=CODE)
-    mlflow.log_feedback(
-        trace_id=trace_id,
-        name=PARSED_ASSESSMENT,
-        value=record.label,
-        source=CODE,
-        rationale=f"extracted by {record.method}" if record.method else "no label could be extracted",
-    )
-    if record.status != "answered" or record.label is None:
-        mlflow.log_feedback(
-            trace_id=trace_id,
-            name=FAILURE_ASSESSMENT,
-            value=record.cause or record.status,
+def assessments(record: ResultRecord, clean: Callable[[str], str]) -> list[Assessment]:
+    """Every assessment of one item-run's trace, to be written with it in one step; `clean` scrubs
+    the secrets from a text."""
+    found: list[Assessment] = [
+        Expectation(name=EXPECTED_ASSESSMENT, value=record.truth, source=CODE),
+        Feedback(name=CORRECT_ASSESSMENT, value=record.correct, source=CODE),
+        Feedback(
+            name=PARSED_ASSESSMENT,
+            value=record.label,
             source=CODE,
-            rationale=clean(record.reason) or None,
-        )
+            rationale=f"extracted by {record.method}" if record.method else "no label could be extracted",
+        ),
+    ]
+    if record.status != "answered" or record.label is None:
+        cause = record.cause or record.status
+        found.append(Feedback(name=FAILURE_ASSESSMENT, value=cause, source=CODE, rationale=clean(record.reason) or None))
     navigation = record.navigation
-    if navigation is None:
-        return
-    figures = {
-        HIT_ASSESSMENT: navigation.hit,
-        FINEST_MPP_ASSESSMENT: navigation.finest_mpp,
-        COVERAGE_ASSESSMENT: navigation.coverage,
-    }
-    for name, value in figures.items():
-        if value is not None:
-            mlflow.log_feedback(trace_id=trace_id, name=name, value=value, source=CODE)
+    if navigation is not None:
+        figures = {
+            HIT_ASSESSMENT: navigation.hit,
+            FINEST_MPP_ASSESSMENT: navigation.finest_mpp,
+            COVERAGE_ASSESSMENT: navigation.coverage,
+        }
+        found += [Feedback(name=name, value=value, source=CODE) for name, value in figures.items() if value is not None]
+    return found

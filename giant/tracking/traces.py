@@ -4,10 +4,11 @@ image the model was sent attached to the span that sent it (its µm/px and box b
 answer's scoring as assessments (giant.tracking.trace_assessments).
 
 Traces are built after the run from the job's record (results.jsonl and the trajectories it names),
-not during it: the agent stays free of tracking code. They are resumable: a trace is tagged with its
-trajectory folder and, last of all, as complete; a resumed job traces the slots without a complete
-trace of their current trajectory and deletes the rest, so no item-run is traced twice. Span times are
-laid out from each call's recorded latency, ending when the trace is written.
+not during it: the agent stays free of tracking code. A trace is written in one step, its tags and
+assessments with it (so one store commit per item-run, and never a trace without its scoring), and
+tagged with its trajectory folder: a resumed job traces the slots without a trace of their current
+trajectory and deletes the rest, so no item-run is traced twice. Span times are laid out from each
+call's recorded latency, ending when the trace is written.
 
 Storage: MLflow writes each attachment as a file under the trace's artifacts; on a local store that
 file is then replaced by a hard link to the job's own copy of the image (giant.storage), so the JPEG
@@ -29,6 +30,7 @@ from urllib.request import url2pathname
 import mlflow
 from mlflow.entities import SpanType, Trace, TraceInfo
 from mlflow.tracing.attachments import Attachment
+from mlflow.tracing.trace_manager import InMemoryTraceManager
 from mlflow.tracing.utils.artifact_utils import get_artifact_uri_for_trace
 
 from giant.record import JobLayout, has_trajectory, latest_by_slot, read_results, read_trajectory
@@ -39,7 +41,6 @@ from giant.storage import link_or_copy
 from giant.tracking.mlflow_logger import JobRun
 from giant.tracking.names import (
     SOURCE_RUN,
-    TRACE_COMPLETE_TAG,
     TRACE_ITEM_TAG,
     TRACE_METHOD_TAG,
     TRACE_RUN_TAG,
@@ -47,7 +48,7 @@ from giant.tracking.names import (
     TRACE_TASK_TAG,
     TRACE_TRAJECTORY_TAG,
 )
-from giant.tracking.trace_assessments import log_assessments
+from giant.tracking.trace_assessments import assessments
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ def log_traces(job: JobRun, out_dir: Path) -> int:
     mlflow.set_tracking_uri(job.settings.tracking.uri)
     experiment_id = job.client.get_run(job.run_id).info.experiment_id
     traced = _existing(job, experiment_id, records)
-    written: list[tuple[str, ResultRecord, _Images]] = []
+    written: list[tuple[str, _Images]] = []
     for record in records:
         if record.trajectory is None or record.slot in traced:
             continue
@@ -93,31 +94,29 @@ def log_traces(job: JobRun, out_dir: Path) -> int:
             continue
         images = _Images(folder)
         trace_id = _trace(read_trajectory(folder), record, job, experiment_id, images)
-        written.append((trace_id, record, images))
+        written.append((trace_id, images))
     if not written:
         return 0
     flush = getattr(mlflow, "flush_trace_async_logging", None)
     if flush is not None:
         flush()
     infos = {trace.info.trace_id: trace.info for trace in _run_traces(job, experiment_id)}
-    for trace_id, record, images in written:
-        log_assessments(trace_id, record, _cleaner(job))
-        _link_images(infos[trace_id], images)
-        job.client.set_trace_tag(trace_id, TRACE_COMPLETE_TAG, "true")
+    for trace_id, images in written:
+        if trace_id in infos:
+            _link_images(infos[trace_id], images)
     return len(written)
 
 
 def _existing(job: JobRun, experiment_id: str, records: Iterable[ResultRecord]) -> set[tuple[str, int]]:
-    """The slots whose current trajectory already has a complete trace; every other trace of the run
-    (cut off, or of a trajectory a retry replaced) is deleted, to be written again."""
+    """The slots whose current trajectory already has a trace; every other trace of the run (of a
+    trajectory a retry replaced, or a second copy) is deleted, to be written again."""
     current = {record.slot: record.trajectory for record in records}
     keep: set[tuple[str, int]] = set()
     stale: list[str] = []
     for trace in _run_traces(job, experiment_id):
         tags = trace.info.tags
         slot = (tags.get(TRACE_ITEM_TAG, ""), int(tags.get(TRACE_RUN_TAG, "-1")))
-        complete = tags.get(TRACE_COMPLETE_TAG) == "true"
-        if complete and slot not in keep and current.get(slot) == tags.get(TRACE_TRAJECTORY_TAG):
+        if slot not in keep and current.get(slot) == tags.get(TRACE_TRAJECTORY_TAG):
             keep.add(slot)
         else:
             stale.append(trace.info.trace_id)
@@ -191,6 +190,9 @@ def _trace(
             status="ERROR" if call.error_kind else "OK",
             end_time_ns=cursor,
         )
+    with InMemoryTraceManager.get_instance().get_trace(root.trace_id) as live:  # written with the trace
+        if live is not None:
+            live.info.assessments.extend(assessments(record, clean))
     unsent = [region for regions in sent.values() for region in regions]  # read, never sent (timeout)
     totals = trajectory.totals
     root.end(

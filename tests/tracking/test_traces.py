@@ -1,7 +1,8 @@
 """A job's traces as MLflow holds them: a small job run in-process (the random provider on real
 synthetic slides), its record traced into a real sqlite store. One trace per item-run, each image the
 model was sent attached to the span that sent it and stored once (a hard link to the job's copy), the
-scoring as assessments; a second pass adds nothing, a cut-off trace is rebuilt, never doubled."""
+scoring as assessments; a second pass adds nothing, a replaced trajectory's trace is rebuilt, never
+doubled."""
 
 from __future__ import annotations
 
@@ -22,11 +23,11 @@ from giant.tracking.names import (
     CORRECT_ASSESSMENT,
     EXPECTED_ASSESSMENT,
     PARSED_ASSESSMENT,
-    TRACE_COMPLETE_TAG,
     TRACE_ITEM_TAG,
     TRACE_METHOD_TAG,
     TRACE_RUN_TAG,
     TRACE_TASK_TAG,
+    TRACE_TRAJECTORY_TAG,
 )
 from giant.tracking.traces import log_traces
 from tests.eval.runner_fixtures import SLIDES, evaluate, make_items, random_provider, write_slides
@@ -102,13 +103,15 @@ def test_a_resumed_job_adds_no_second_trace(job_dir: Path, mlflow_store: tuple[s
     assert log_traces(job, job_dir) == N_ITEMS
     assert log_traces(job, job_dir) == 0
     first = mlflow.search_traces(locations=[experiment_id], run_id=job.run_id, return_type="list")
-    # a trace cut off before it was complete (killed while its assessments were logged) is rebuilt
-    job.client.delete_trace_tag(first[0].info.trace_id, TRACE_COMPLETE_TAG)
+    # a slot whose trace shows an earlier attempt (a retry replaced its trajectory) is traced again,
+    # the old trace deleted
+    job.client.set_trace_tag(first[0].info.trace_id, TRACE_TRAJECTORY_TAG, "trajectories/an-earlier-attempt")
     assert log_traces(job, job_dir) == 1
     again = mlflow.search_traces(locations=[experiment_id], run_id=job.run_id, return_type="list")
     assert len(again) == N_ITEMS
     slots = {(t.info.tags[TRACE_ITEM_TAG], t.info.tags[TRACE_RUN_TAG]) for t in again}
     assert len(slots) == N_ITEMS
+    assert first[0].info.trace_id not in {t.info.trace_id for t in again}
 
 
 def experiment_root(uri: str, experiment_id: str) -> str:
