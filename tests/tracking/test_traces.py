@@ -6,11 +6,8 @@ doubled."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 import mlflow
 import pytest
@@ -18,7 +15,6 @@ from mlflow.entities import AssessmentSourceType
 from mlflow.tracing.attachments import Attachment
 
 from giant.record import JobLayout, latest_by_slot, read_results, read_trajectory
-from giant.tracking.mlflow_logger import JobRun
 from giant.tracking.names import (
     CORRECT_ASSESSMENT,
     EXPECTED_ASSESSMENT,
@@ -30,26 +26,10 @@ from giant.tracking.names import (
     TRACE_TRAJECTORY_TAG,
 )
 from giant.tracking.traces import log_traces
-from tests.eval.runner_fixtures import SLIDES, evaluate, make_items, random_provider, write_slides
+from tests.tracking.traced import N_ITEMS, job_dir, new_job
 
-N_ITEMS = 3
+__all__ = ["job_dir"]  # the module-scoped fixture
 
-
-@pytest.fixture(scope="module")
-def job_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished job folder: N_ITEMS items, one run each."""
-    root = tmp_path_factory.mktemp("traced_job")
-    wsi = write_slides(root / "wsi", SLIDES)
-    out = root / "out"
-    asyncio.run(evaluate(make_items(N_ITEMS, SLIDES), wsi, random_provider(), out))
-    return out
-
-
-def _job(uri: str, experiment_id: str) -> JobRun:
-    client = mlflow.MlflowClient(uri)
-    run_id = client.create_run(experiment_id).info.run_id
-    settings: Any = SimpleNamespace(tracking=SimpleNamespace(uri=uri))  # traces read only the URI
-    return JobRun(client, run_id, settings)
 
 
 def _refs(value: object) -> list[str]:
@@ -67,7 +47,7 @@ def test_each_item_run_is_one_trace_with_its_images_and_scoring(
     job_dir: Path, mlflow_store: tuple[str, str]
 ) -> None:
     uri, experiment_id = mlflow_store
-    job = _job(uri, experiment_id)
+    job = new_job(uri, experiment_id)
     assert log_traces(job, job_dir) == N_ITEMS
 
     records = latest_by_slot(read_results(JobLayout(job_dir).results))
@@ -99,7 +79,7 @@ def test_each_item_run_is_one_trace_with_its_images_and_scoring(
 
 def test_a_resumed_job_adds_no_second_trace(job_dir: Path, mlflow_store: tuple[str, str]) -> None:
     uri, experiment_id = mlflow_store
-    job = _job(uri, experiment_id)
+    job = new_job(uri, experiment_id)
     assert log_traces(job, job_dir) == N_ITEMS
     assert log_traces(job, job_dir) == 0
     first = mlflow.search_traces(locations=[experiment_id], run_id=job.run_id, return_type="list")
