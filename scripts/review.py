@@ -54,7 +54,12 @@ def main(argv: list[str] | None = None) -> int:
     client = MlflowClient(absolute_sqlite_uri(args.tracking_uri))
     try:
         review = open_review(
-            client, args.run_id, per_task=args.per_task, seed=args.seed, name=args.name, reviewers=args.reviewer
+            client,
+            args.run_id,
+            per_task=args.per_task,
+            seed=args.seed,
+            name=args.name,
+            reviewers=args.reviewer,
         )
     except ConfigError as err:
         exit_with(PROG, str(err))

@@ -35,7 +35,7 @@ from giant.tracking.names import (
     tag_filter,
 )
 
-QUESTIONS = {
+QUESTIONS: dict[str, tuple[InputPassFail | InputText, str]] = {
     REVIEW_EVIDENCE: (
         InputPassFail(positive_label="Evidence shown", negative_label="Not shown"),
         "Did the crops show the evidence for the answer? Open the spans to see each image the model "
@@ -81,7 +81,10 @@ def run_traces(client: MlflowClient, run: Run) -> list[Trace]:
     page_token = None
     while True:
         page = client.search_traces(
-            locations=[run.info.experiment_id], run_id=run.info.run_id, include_spans=False, page_token=page_token
+            locations=[run.info.experiment_id],
+            run_id=run.info.run_id,
+            include_spans=False,
+            page_token=page_token,
         )
         found += page
         page_token = page.token
@@ -126,7 +129,7 @@ def open_review(
     if not traces:
         raise ConfigError(
             f"run {run_id} has no traces; jobs trace with tracking.traces=true (the default), and a job "
-            "run before it can be traced by running it again with run.resume=true"
+            "run before it is traced by running the same command again (it resumes; nothing is sent again)"
         )
     mlflow.set_tracking_uri(client.tracking_uri)
     schema_ids = [_schema(experiment_id, question) for question in QUESTIONS]
@@ -134,7 +137,11 @@ def open_review(
     queue = next(
         (queue for queue in _queues(experiment_id) if queue.name == queue_name), None
     ) or review_queues.create_review_queue(
-        queue_name, queue_type="custom", users=list(reviewers), schema_ids=schema_ids, experiment_id=experiment_id
+        queue_name,
+        queue_type="custom",
+        users=list(reviewers),
+        schema_ids=schema_ids,
+        experiment_id=experiment_id,
     )
     chosen = [trace.info.trace_id for trace in sample(traces, per_task, seed)]
     review_queues.add_items_to_review_queue(queue.queue_id, item_ids=chosen)

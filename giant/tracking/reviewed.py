@@ -117,4 +117,3 @@ def _human(assessments: Iterable[Assessment]) -> Iterable[Assessment]:
         and assessment.valid is not False
         and assessment.source.source_type == AssessmentSourceType.HUMAN
     )
-

@@ -31,7 +31,8 @@ def reviewed_markdown(client: MlflowClient, records: Sequence[RunRecord]) -> str
         pooled[record.task, record.agent_mode] += traces
         annotated = record.navigation.get(ANNOTATED)
         by_annotation = "not annotated" if annotated is None else f"{annotated:.2f}"
-        rows.append(f"| {record.task} | {record.agent_mode} | {record.model} | {run_id[:8]} | {by_annotation} | {rate.text()} |")
+        cells = (record.task, record.agent_mode, record.model, run_id[:8], by_annotation, rate.text())
+        rows.append(f"| {' | '.join(cells)} |")
     if not rows:
         return None
     lines = [
@@ -43,5 +44,8 @@ def reviewed_markdown(client: MlflowClient, records: Sequence[RunRecord]) -> str
     ]
     if len(rows) > len(pooled):  # some method has several reviewed jobs: its pooled rate too
         lines += ["", "| task | method | reviewed hit rate, all its jobs |", "|---|---|---|"]
-        lines += [f"| {task} | {mode} | {reviewed_rate(traces).text()} |" for (task, mode), traces in sorted(pooled.items())]
+        lines += [
+            f"| {task} | {mode} | {reviewed_rate(traces).text()} |"
+            for (task, mode), traces in sorted(pooled.items())
+        ]
     return "\n".join(lines)

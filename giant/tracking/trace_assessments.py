@@ -43,7 +43,11 @@ def assessments(record: ResultRecord, clean: Callable[[str], str]) -> list[Asses
     ]
     if record.status != "answered" or record.label is None:
         cause = record.cause or record.status
-        found.append(Feedback(name=FAILURE_ASSESSMENT, value=cause, source=CODE, rationale=clean(record.reason) or None))
+        found.append(
+            Feedback(
+                name=FAILURE_ASSESSMENT, value=cause, source=CODE, rationale=clean(record.reason) or None
+            )
+        )
     navigation = record.navigation
     if navigation is not None:
         figures = {
@@ -51,5 +55,9 @@ def assessments(record: ResultRecord, clean: Callable[[str], str]) -> list[Asses
             FINEST_MPP_ASSESSMENT: navigation.finest_mpp,
             COVERAGE_ASSESSMENT: navigation.coverage,
         }
-        found += [Feedback(name=name, value=value, source=CODE) for name, value in figures.items() if value is not None]
+        found += [
+            Feedback(name=name, value=value, source=CODE)
+            for name, value in figures.items()
+            if value is not None
+        ]
     return found

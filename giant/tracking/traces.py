@@ -149,12 +149,15 @@ def _trace(
     root = mlflow.start_span_no_context(
         f"{trajectory.item_key} run {trajectory.run_index}",
         span_type=SpanType.AGENT,
-        inputs={"question": clean(trajectory.question), "slide": trajectory.slide_path},
+        inputs={
+            "question": clean(trajectory.question),
+            "slide": trajectory.slide_path,
+            "slide_mpp": trajectory.slide_mpp,
+        },
         attributes={
             "mode": trajectory.mode,
             "T": str(trajectory.max_steps),
             "S": str(trajectory.crop_size),
-            "slide_mpp": trajectory.slide_mpp,
         },
         tags={
             TRACE_TASK_TAG: record.benchmark,

@@ -13,7 +13,14 @@ import pytest
 from mlflow.entities import AssessmentSource, AssessmentSourceType
 from mlflow.genai import label_schemas, review_queues
 
-from giant.tracking.names import PARENT_TAG, REVIEW_EVIDENCE, REVIEW_NOTE, REVIEW_SUPPORTED, ROLE_TAG, SWEEP_ROLE
+from giant.tracking.names import (
+    PARENT_TAG,
+    REVIEW_EVIDENCE,
+    REVIEW_NOTE,
+    REVIEW_SUPPORTED,
+    ROLE_TAG,
+    SWEEP_ROLE,
+)
 from giant.tracking.review import run_traces, sample
 from giant.tracking.reviewed import cohen_kappa, reviewed_rate, wilson
 from giant.tracking.traces import log_traces
@@ -45,7 +52,10 @@ def test_a_sweep_review_queue_and_its_verdicts(
     for job in jobs:
         assert log_traces(job, job_dir) == N_ITEMS
 
-    assert _script().main([sweep, "--per-task", "2", "--ui", "http://127.0.0.1:5999", "--tracking-uri", uri]) == 0
+    assert (
+        _script().main([sweep, "--per-task", "2", "--ui", "http://127.0.0.1:5999", "--tracking-uri", uri])
+        == 0
+    )
     out = capsys.readouterr().out
     assert f"http://127.0.0.1:5999/#/experiments/{experiment_id}/review-queue" in out
     (queue,) = review_queues.list_review_queues(experiment_id=experiment_id)

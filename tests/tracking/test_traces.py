@@ -10,7 +10,6 @@ import os
 from pathlib import Path
 
 import mlflow
-import pytest
 from mlflow.entities import AssessmentSourceType
 from mlflow.tracing.attachments import Attachment
 
@@ -29,7 +28,6 @@ from giant.tracking.traces import log_traces
 from tests.tracking.traced import N_ITEMS, job_dir, new_job
 
 __all__ = ["job_dir"]  # the module-scoped fixture
-
 
 
 def _refs(value: object) -> list[str]:
@@ -66,7 +64,9 @@ def test_each_item_run_is_one_trace_with_its_images_and_scoring(
         (image,) = overview.inputs["images"]
         assert image["mpp"] == trajectory.regions[0].mpp and image["box"]["w"] == trajectory.slide_width
         # stored once: the attachment file is the job's own image
-        stored = sorted(artifacts.rglob(f"attachments/{Attachment.parse_ref(image['image'])['attachment_id']}"))
+        stored = sorted(
+            artifacts.rglob(f"attachments/{Attachment.parse_ref(image['image'])['attachment_id']}")
+        )
         assert len(stored) == 1
         assert os.path.samefile(stored[0], job_dir / str(record.trajectory) / trajectory.regions[0].image)
 
