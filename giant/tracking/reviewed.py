@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from mlflow.entities import Assessment, AssessmentSourceType, Trace
 from pydantic import BaseModel
 
-from giant.tracking.names import REVIEW_EVIDENCE
+from giant.tracking.names import REVIEW_EVIDENCE, TRACE_ITEM_TAG, TRACE_RUN_TAG
 
 Z95 = 1.959963984540054
 
@@ -93,6 +93,48 @@ def reviewed_rate(traces: Iterable[Trace]) -> ReviewedRate:
     low, high = wilson(hits, len(judged))
     kappa, kappa_n = _agreement(judged)
     return ReviewedRate(n=len(judged), hits=hits, low=low, high=high, kappa=kappa, kappa_n=kappa_n)
+
+
+class PairedReview(BaseModel):
+    """Two jobs' reviewed verdicts on the item-runs reviewed in both (same item, same run index):
+    hits of each, and the discordant pairs a paired test rests on."""
+
+    n: int
+    first_hits: int
+    second_hits: int
+    first_only: int  # a hit in the first job, a miss in the second
+    second_only: int
+
+    def text(self) -> str:
+        if not self.n:
+            return "no item-run reviewed in both"
+        return (
+            f"{self.first_hits}/{self.n} vs {self.second_hits}/{self.n} reviewed in both "
+            f"(hit in the first only: {self.first_only}, in the second only: {self.second_only})"
+        )
+
+
+def paired_review(first: Iterable[Trace], second: Iterable[Trace]) -> PairedReview:
+    """The item-runs two jobs share and a reviewer judged in both."""
+    a, b = _by_slot(first), _by_slot(second)
+    both = sorted(set(a) & set(b))
+    return PairedReview(
+        n=len(both),
+        first_hits=sum(a[slot] for slot in both),
+        second_hits=sum(b[slot] for slot in both),
+        first_only=sum(a[slot] and not b[slot] for slot in both),
+        second_only=sum(b[slot] and not a[slot] for slot in both),
+    )
+
+
+def _by_slot(traces: Iterable[Trace]) -> dict[tuple[str, str], bool]:
+    found: dict[tuple[str, str], bool] = {}
+    for trace in traces:
+        judged = verdicts(trace)
+        if judged:
+            slot = (trace.info.tags.get(TRACE_ITEM_TAG, ""), trace.info.tags.get(TRACE_RUN_TAG, "0"))
+            found[slot] = sum(judged.values()) * 2 > len(judged)
+    return found
 
 
 def _agreement(judged: Sequence[dict[str, bool]]) -> tuple[float | None, int]:

@@ -11,7 +11,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Trace
 
 from giant.tracking.review import run_traces
-from giant.tracking.reviewed import reviewed_rate
+from giant.tracking.reviewed import paired_review, reviewed_rate
 from giant.tracking.tables.rows import RunRecord
 
 HEADING = "## Reviewed evidence hit rate (a pathologist's verdicts, 95% Wilson interval)"
@@ -49,3 +49,22 @@ def reviewed_markdown(client: MlflowClient, records: Sequence[RunRecord]) -> str
             for (task, mode), traces in sorted(pooled.items())
         ]
     return "\n".join(lines)
+
+
+def reviewed_compare_lines(client: MlflowClient, runs: Sequence[tuple[str, str, str]]) -> list[str]:
+    """compare's lines: each reviewed run's rate (`runs` are (letter, task, run id)), then, per task,
+    the first run against each other one on the item-runs reviewed in both; [] when none reviewed."""
+    traces = {letter: run_traces(client, client.get_run(run_id)) for letter, _, run_id in runs}
+    rates = {letter: reviewed_rate(found) for letter, found in traces.items()}
+    if not any(rate.n for rate in rates.values()):
+        return []
+    lines = [
+        f"reviewed evidence hit rate {letter}: {rate.text()}" for letter, rate in rates.items() if rate.n
+    ]
+    first_of_task: dict[str, str] = {}
+    for letter, task, _ in runs:
+        first = first_of_task.setdefault(task, letter)
+        if first != letter and rates[first].n and rates[letter].n:
+            paired = paired_review(traces[first], traces[letter])
+            lines.append(f"reviewed evidence, paired {first} vs {letter} ({task}): {paired.text()}")
+    return lines

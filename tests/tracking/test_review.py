@@ -20,9 +20,13 @@ from giant.tracking.names import (
     REVIEW_SUPPORTED,
     ROLE_TAG,
     SWEEP_ROLE,
+    TRACE_ITEM_TAG,
+    TRACE_RUN_TAG,
 )
 from giant.tracking.review import run_traces, sample
 from giant.tracking.reviewed import cohen_kappa, reviewed_rate, wilson
+from giant.tracking.reviewed_table import reviewed_compare_lines, reviewed_markdown
+from giant.tracking.tables.rows import RunRecord
 from giant.tracking.traces import log_traces
 from tests.tracking.traced import N_ITEMS, job_dir, new_job
 
@@ -83,6 +87,33 @@ def test_a_sweep_review_queue_and_its_verdicts(
     # the second job is not reviewed: no rate, never a zero
     unreviewed = reviewed_rate(run_traces(client, client.get_run(jobs[1].run_id)))
     assert unreviewed.n == 0 and unreviewed.text() == "not reviewed"
+    records = [
+        RunRecord(run_id=job.run_id, task="demo", agent_mode=mode, model="random", mean=0.5, std=0.1)
+        for job, mode in zip(jobs, ("giant", "thumbnail"), strict=True)
+    ]
+    table = reviewed_markdown(client, records)
+    assert table is not None and rate.text() in table
+    assert jobs[0].run_id[:8] in table and jobs[1].run_id[:8] not in table  # only the reviewed job
+
+    # compare: the second job reviewed on two of the same item-runs, paired with the first
+    second = {
+        (t.info.tags[TRACE_ITEM_TAG], t.info.tags[TRACE_RUN_TAG]): t
+        for t in run_traces(client, client.get_run(jobs[1].run_id))
+    }
+    first_verdicts = {  # a hit where both reviewers passed it (a tie is a miss)
+        (trace.info.tags[TRACE_ITEM_TAG], trace.info.tags[TRACE_RUN_TAG]): ana and ben
+        for trace, ana, ben in zip(traces, verdicts["ana"], verdicts["ben"], strict=True)
+    }
+    shared = sorted(first_verdicts)[:2]
+    for slot in shared:
+        mlflow.log_feedback(
+            trace_id=second[slot].info.trace_id, name=REVIEW_EVIDENCE, value=True, source=_human("ana")
+        )
+    lines = reviewed_compare_lines(client, [("A", "demo", jobs[0].run_id), ("B", "demo", jobs[1].run_id)])
+    a_hits = sum(first_verdicts[slot] for slot in shared)
+    paired = next(line for line in lines if "paired A vs B" in line)
+    assert f"{a_hits}/2 vs 2/2 reviewed in both" in paired
+    assert f"in the second only: {2 - a_hits}" in paired
 
 
 def test_a_run_that_is_no_job_gets_one_line(
