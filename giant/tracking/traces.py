@@ -214,13 +214,17 @@ def _trace(
 
 
 def _sent_with(trajectory: Trajectory) -> dict[int, list[Region]]:
-    """The images each call was sent: an image read for call c (0: the overview) goes with the next
-    call after c; one read after the last call was never sent."""
+    """The images each call was sent. A crop read for call c (0: the overview) goes with the next call
+    after c, and one read after the last call was never sent (key -1); patch mode records each patch
+    under the call that showed it."""
     indexes = sorted(call.index for call in trajectory.calls)
     sent: dict[int, list[Region]] = {}
     for region in trajectory.regions:
-        after = next((index for index in indexes if index > region.call_index), None)
-        sent.setdefault(after if after is not None else -1, []).append(region)
+        if trajectory.patches is not None:
+            shown = region.call_index if region.call_index in indexes else -1
+        else:
+            shown = next((index for index in indexes if index > region.call_index), -1)
+        sent.setdefault(shown, []).append(region)
     return sent
 
 

@@ -13,7 +13,9 @@ import mlflow
 from mlflow.entities import AssessmentSourceType
 from mlflow.tracing.attachments import Attachment
 
+from giant.core import Box
 from giant.record import JobLayout, latest_by_slot, read_results, read_trajectory
+from giant.record.trajectory import Call, PatchesPlaced, Region, Trajectory
 from giant.tracking.names import (
     CORRECT_ASSESSMENT,
     EXPECTED_ASSESSMENT,
@@ -24,7 +26,7 @@ from giant.tracking.names import (
     TRACE_TASK_TAG,
     TRACE_TRAJECTORY_TAG,
 )
-from giant.tracking.traces import log_traces
+from giant.tracking.traces import _sent_with, log_traces
 from tests.tracking.traced import N_ITEMS, job_dir, new_job
 
 __all__ = ["job_dir"]  # the module-scoped fixture
@@ -97,3 +99,27 @@ def test_a_resumed_job_adds_no_second_trace(job_dir: Path, mlflow_store: tuple[s
 def experiment_root(uri: str, experiment_id: str) -> str:
     location = mlflow.MlflowClient(uri).get_experiment(experiment_id).artifact_location
     return location.removeprefix("file://")
+
+
+def _region(call_index: int, name: str) -> Region:
+    box = Box(x=0, y=0, w=100, h=100)
+    return Region(
+        call_index=call_index, requested=box, read=box, level=0, output_width=10, output_height=10, image=name
+    )
+
+
+def test_each_image_goes_with_the_call_that_sent_it() -> None:
+    calls = [Call(index=1), Call(index=2)]
+    # giant mode: the overview (0) goes with call 1, call 1's crop with call 2, call 2's crop never went
+    crops = [_region(0, "overview"), _region(1, "crop1"), _region(2, "crop2")]
+    giant = Trajectory(item_key="k", mode="giant", max_steps=3, crop_size=10, calls=calls, regions=crops)
+    sent = {index: [r.image for r in regions] for index, regions in _sent_with(giant).items()}
+    assert sent == {1: ["overview"], 2: ["crop1"], -1: ["crop2"]}
+    # patch mode: each patch under the call that showed it
+    placed = PatchesPlaced(requested=2, sent=2, level0_side=100, placement="fill")
+    patches = [_region(1, "patch1"), _region(2, "patch2")]
+    patch = Trajectory(
+        item_key="k", mode="patch", max_steps=1, crop_size=10, calls=calls, regions=patches, patches=placed
+    )
+    sent = {index: [r.image for r in regions] for index, regions in _sent_with(patch).items()}
+    assert sent == {1: ["patch1"], 2: ["patch2"]}
