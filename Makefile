@@ -47,7 +47,7 @@ docs-serve: $(VENV_STAMP) ## serve the documentation site on http://127.0.0.1:80
 
 pictures: $(VENV_STAMP) ## retake the docs' screenshots (docs/images/) with the tests' headless Chromium
 	GIANT_PICTURES=$(CURDIR)/docs/images $(PY) -m pytest -q tests/docs/test_pictures.py \
-		tests/tracking/test_sweep_view_browser.py
+		tests/tracking/test_sweep_view_browser.py tests/tracking/test_review_browser.py
 
 bench: $(VENV_STAMP) ## performance measurements (print numbers, assert nothing)
 	$(PY) benchmarks/crop_latency.py

@@ -156,7 +156,10 @@ class TrackingSettings(_Strict):
         description="Where the experiment keeps artifacts; null: beside the sqlite file, or the server's."
     )
     run_name: str | None = Field(description="The MLflow run name; null: `<dataset>-<agent mode>-T<T>-S<S>`.")
-    traces: bool = Field(description="true: an MLflow trace per item with a span per step.")
+    traces: bool = Field(
+        description="true: an MLflow trace per item-run, a span per provider call and tool call, the images "
+        "sent attached, the scoring as assessments."
+    )
     max_param_length: int = Field(
         ge=16, le=6000, description="Longer param values are truncated (the full config is an artifact)."
     )

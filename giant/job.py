@@ -565,7 +565,10 @@ def finish_tracking(
     if settings.tracking.traces:
         from giant.tracking.traces import log_traces
 
-        log_traces(job, layout.out_dir)
+        try:
+            log_traces(job, layout.out_dir)
+        except Exception as exc:  # a view of the record, like the report: never worth failing a run over
+            log.warning("MLflow traces: not all written (%s); rerun the same command to add them", exc)
     job.finish("FAILED" if summary.setup_failure else "FINISHED")  # a halted run is never FINISHED
 
 

@@ -73,6 +73,14 @@ def main(argv: list[str] | None = None) -> int:
     if replaced:
         print(f"(replaced the comparison that was in {args.out}; --out DIR keeps each in its own folder)")
     print(f"copied {outcome.trajectories} trajectory folder(s) of flipped items")
+    if needs_store:  # a pathologist's verdicts on the runs' traces (scripts/review.py), where given
+        from mlflow import MlflowClient
+
+        from giant.tracking.reviewed_table import reviewed_compare_lines
+
+        logged = [(run.letter, run.task, run.run_id) for run in outcome.comparison.runs if run.run_id]
+        for line in reviewed_compare_lines(MlflowClient(tracking.uri), logged):
+            print(line)
     if outcome.run_id:
         print(f"logged as MLflow run {outcome.run_id} (giant.role=comparison)")
     print(f"wrote {', '.join(str(p) for p in outcome.files)}")

@@ -84,6 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     print(cost_markdown(report.table))
     if report.table.superseded:
         print(f"({report.table.superseded} older run(s) of the same row and task replaced by the newest)")
+    from giant.tracking.reviewed_table import reviewed_markdown
+
+    reviewed = reviewed_markdown(mlflow.MlflowClient(args.tracking_uri), records)
+    if reviewed is not None:  # only where a pathologist reviewed (scripts/review.py)
+        print(reviewed)
     for name in report.skipped_figures:
         print(f"{name}: not drawn (no series with two or more x values)")
     if not args.no_log:

@@ -70,6 +70,26 @@ INCOMPLETE_REASON_TAG: Final = "incomplete_reason"  # why a job's status is "inc
 # Tags of a trace (one per trajectory, giant.tracking.traces)
 TRACE_ITEM_TAG: Final = "item"  # the item's key
 TRACE_STATUS_TAG: Final = "status"  # the run's status (answered, timeout, ...)
+TRACE_TASK_TAG: Final = "task"  # the item's benchmark (MultiPathQA task)
+TRACE_RUN_TAG: Final = "run_index"  # which of the item's k runs
+TRACE_METHOD_TAG: Final = "method"  # the agent mode (giant, thumbnail, patch, ...)
+# The trajectory folder a trace was built from, relative to the job folder: a resumed job traces the
+# slots without a trace, and replaces the trace of a slot whose record now names another folder.
+TRACE_TRAJECTORY_TAG: Final = "giant.trajectory"
+# Assessments of a trace (giant.tracking.trace_assessments): what the code scored, under these names
+EXPECTED_ASSESSMENT: Final = "expected_answer"
+CORRECT_ASSESSMENT: Final = "correct"
+PARSED_ASSESSMENT: Final = "parsed_answer"
+FAILURE_ASSESSMENT: Final = "failure_cause"
+HIT_ASSESSMENT: Final = "evidence_hit"
+FINEST_MPP_ASSESSMENT: Final = "finest_mpp"
+COVERAGE_ASSESSMENT: Final = "coverage"
+CODE_SOURCE_ID: Final = "giant"  # the source id of the assessments giant's code logs
+# A pathologist's review (scripts/review.py): the label schemas' names, which are also the names of
+# the HUMAN assessments the review UI logs
+REVIEW_EVIDENCE: Final = "crops_show_evidence"
+REVIEW_SUPPORTED: Final = "answer_supported"
+REVIEW_NOTE: Final = "review_note"
 
 # Metrics of a sweep's parent run: its jobs, and how many of them failed or did not complete
 N_JOBS_METRIC: Final = "n_jobs"

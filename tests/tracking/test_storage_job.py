@@ -1,7 +1,7 @@
 """A whole job as a user runs it (scripts/run_eval.py in a subprocess, the openai SDK against a loopback
 Responses API, the ledger, a sqlite MLflow store with file artifacts): the images the model was sent
-are one file each across the job folder, the ledger and the MLflow run, the pages know their run, and
-the job stores at most twice the JPEG bytes it sent."""
+are one file each across the job folder, the ledger, the MLflow run and its traces' attachments, the
+pages know their run, and the job stores at most twice the JPEG bytes it sent."""
 
 from __future__ import annotations
 
@@ -65,8 +65,17 @@ def test_a_job_stores_each_image_once(tmp_path: Path) -> None:
         page = (folder / TRAJECTORY_PAGE).read_text(encoding="utf-8")
         assert f'data-mlflow-run="{run.info.run_id}"' in page and "base64" not in page
 
+    # the traces (on by default): one per item-run, each image attached as a link to the job's copy
+    client = MlflowClient(f"sqlite:///{db}")
+    traces = client.search_traces(locations=["1"], run_id=run.info.run_id, include_spans=False)
+    assert len(traces) == 2
+    store = artifacts.parents[1]  # the experiment's artifact root: the run's artifacts and the traces'
+    attached = [path for path in store.rglob("attachments/*") if path.is_file()]
+    assert len(attached) == 2 * T
+    assert all(path.stat().st_nlink > 1 for path in attached)  # a link, not a second copy
+
     sizes = {}
-    for path in [*out.rglob("*"), *(cache / "ledger").rglob("*"), *artifacts.rglob("*")]:
+    for path in [*out.rglob("*"), *(cache / "ledger").rglob("*"), *store.rglob("*")]:
         if path.is_file():
             sizes[(path.stat().st_dev, path.stat().st_ino)] = path.stat().st_size
     assert sum(sizes.values()) <= 2 * jpeg, f"{sum(sizes.values())} bytes stored for {jpeg} JPEG bytes sent"
