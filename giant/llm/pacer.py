@@ -4,7 +4,9 @@ Providers enforce a per-minute limit over much shorter periods (OpenAI: 60,000 R
 1,000 per second), so a bucket that lets a whole minute's budget out at once gets most of it answered
 429. Each limit here is a GCRA bucket (a "virtual scheduling" token bucket) holding at most one
 second's worth (`BURST_S`): a request may start when the bucket's debt after it stays within that
-second, so lanes are spaced at the limit's rate, never bunched.
+second, so lanes are spaced at the limit's rate, never bunched; and no second (any window of
+BURST_S) holds more than one second's worth, so a server that counts by the second is never
+surprised either (a request larger than that goes alone).
 
 Where the limits come from, per kind (requests, tokens, input tokens, output tokens):
 - `provider.rpm` / `provider.tpm`, when set;
@@ -13,8 +15,11 @@ Where the limits come from, per kind (requests, tokens, input tokens, output tok
   When a setting and a header disagree the lower limit wins: the server's number cannot be exceeded
   and a lower setting is the user's choice. `remaining` below one second's worth moves the bucket's
   debt to what the server says is left.
-Until the first reply has been read the pacer lets one request out alone (for at most PROBE_WAIT_S),
-so a run against unknown limits learns them before its lanes start at once.
+While no limit is known (no setting, no header yet) the pacer starts slowly: one request alone,
+then one more in flight for each reply (a lane waits at most PROBE_WAIT_S for room), so a run
+against unknown limits learns them before its lanes start at once; the first limit known, from a
+header or a 429's quota details (Gemini's QuotaFailure), ends the slow start. A 429 that names no
+limit halves the requests in flight instead.
 
 A 429 (`throttled`) pauses every lane until the reset the server named (Retry-After, Gemini's
 RetryInfo, the exhausted bucket's reset header) or, when it names none, a backoff that doubles with
@@ -24,13 +29,15 @@ each 429 in a row. The clock and the sleep are injected, so the tests drive it w
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 import weakref
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from giant.llm.ratelimit_headers import Limits, read_limits
+from giant.llm.ratelimit_headers import read_limits
 
 Kind = Literal["requests", "tokens", "input_tokens", "output_tokens"]
 KINDS: tuple[Kind, ...] = ("requests", "tokens", "input_tokens", "output_tokens")
@@ -50,6 +57,7 @@ class Bucket:
     setting: float | None = None
     server: float | None = None
     tat: float = 0.0
+    booked: deque[tuple[float, float]] = field(default_factory=deque)  # (start, units) of the last second
 
     @property
     def per_minute(self) -> float | None:
@@ -69,12 +77,24 @@ class Bucket:
         if rate is None or units <= 0:
             return now
         cost = units / rate
-        return max(now, self.tat - max(0.0, BURST_S - cost))
+        start = max(now, self.tat - max(0.0, BURST_S - cost))
+        while self.booked and self.booked[0][0] <= now - BURST_S:
+            self.booked.popleft()
+        capacity = rate * BURST_S
+        in_window = [(at, n) for at, n in self.booked if at > start - BURST_S]
+        total = sum(n for _, n in in_window)
+        for at, n in in_window:  # the oldest leave the window until this request fits
+            if total + units <= capacity or (not total and units > capacity):
+                break
+            start = max(start, at + BURST_S)
+            total -= n
+        return start
 
     def debit(self, units: float, at: float) -> None:
         rate = self.rate
         if rate is not None and units:
             self.tat = max(self.tat, at) + units / rate
+            self.booked.append((at, units))
 
     def credit(self, units: float) -> None:
         """Units debited but not used (an estimate corrected by the reply); never below empty."""
@@ -125,8 +145,10 @@ class Pacer:
         self.paused_until = 0.0
         self._streak = 0  # 429s in a row, for the backoff when the server names no reset
         self._hint: float | None = None  # the reset a 429's headers named, in seconds from then
-        self._learned = not probe
-        self._probe: asyncio.Event | None = None
+        # Requests allowed in flight while the limits are unknown (slow start); inf once one is known.
+        self._window = 1.0 if probe and not (rpm or tpm) else math.inf
+        self._in_flight = 0
+        self._room: asyncio.Condition | None = None
 
     # ----------------------------------------------------------------------------- scheduling
 
@@ -142,9 +164,10 @@ class Pacer:
         return start
 
     async def acquire(self, cost: Mapping[Kind, float]) -> None:
-        """Wait for this request's turn (and for any pause a 429 started meanwhile)."""
+        """Wait for this request's turn (and for any pause a 429 started meanwhile). Every acquire is
+        followed by one `finished` when its reply (or failure) is in."""
         began = self.clock()
-        await self._wait_for_probe()
+        await self._enter()
         start = self.reserve(cost, self.clock())
         while True:
             now = self.clock()
@@ -155,22 +178,41 @@ class Pacer:
         self.stats.requests += 1
         self.stats.waited_s += self.clock() - began
 
-    async def _wait_for_probe(self) -> None:
-        if self._learned:
-            return
-        if self._probe is None:  # this request is the probe; the others wait for its reply
-            self._probe = asyncio.Event()
-            return
-        try:
-            await asyncio.wait_for(self._probe.wait(), PROBE_WAIT_S)
-        except TimeoutError:
-            self.learned()
+    async def _enter(self) -> None:
+        if self._in_flight >= self._window:
+            if self._room is None:
+                self._room = asyncio.Condition()
+            async with self._room:
+                try:
+                    await asyncio.wait_for(
+                        self._room.wait_for(lambda: self._in_flight < self._window), PROBE_WAIT_S
+                    )
+                except TimeoutError:
+                    self.known()  # the first replies are slow; stop holding lanes back for them
+        self._in_flight += 1
 
-    def learned(self) -> None:
-        """The first reply came (or the probe failed): every lane may go at the pace now known."""
-        self._learned = True
-        if self._probe is not None:
-            self._probe.set()
+    def finished(self, ok: bool) -> None:
+        """A request's reply (or failure) is in: while the limits are unknown an answer makes room
+        for one more request in flight."""
+        self._in_flight = max(0, self._in_flight - 1)
+        if ok and math.isfinite(self._window):
+            self._window += 1
+        self._wake()
+
+    def known(self) -> None:
+        """A limit is known: the pacer spaces every lane by it, no slow start any more."""
+        self._window = math.inf
+        self._wake()
+
+    def _wake(self) -> None:
+        room = self._room
+        if room is not None:
+
+            async def notify() -> None:
+                async with room:
+                    room.notify_all()
+
+            asyncio.ensure_future(notify())
 
     # ----------------------------------------------------------------------------- what servers say
 
@@ -178,26 +220,32 @@ class Pacer:
         """A reply's headers, read as it arrives (every reply, 429s too)."""
         now = self.clock()
         limits = read_limits(headers, wall_now=time.time())
-        self._apply(limits, now)
+        self._apply(limits.limit, now)
+        for kind, remaining in limits.remaining.items():
+            self.buckets[kind].left(remaining, now)  # type: ignore[index]
         if status == 429:
             self._hint = limits.reset_of_exhausted()
         elif status < 400:
             self._streak = 0
-        self.learned()
 
-    def _apply(self, limits: Limits, now: float) -> None:
-        for kind, limit in limits.limit.items():
-            bucket = self.buckets[kind]
+    def _apply(self, per_minute: Mapping[str, float], now: float) -> None:
+        if per_minute:
+            self.known()
+        for kind, limit in per_minute.items():
+            bucket = self.buckets[kind]  # type: ignore[index]
             if bucket.server != limit:
                 bucket.server = limit
                 bucket.tat = max(bucket.tat, now)  # a new rate starts from here, not from an old debt
-        for kind, remaining in limits.remaining.items():
-            self.buckets[kind].left(remaining, now)
 
-    def throttled(self, asked_s: float | None) -> float:
-        """A 429: every lane pauses until the reset the server named, else a doubling backoff. The
-        pause's length is returned (the runtime also waits it before asking again)."""
+    def throttled(self, asked_s: float | None, limits: Mapping[str, float] | None = None) -> float:
+        """A 429: every lane pauses until the reset the server named, else a doubling backoff.
+        `limits` are per-minute limits the 429 named (Gemini's QuotaFailure); a 429 that names none
+        while the limits are unknown halves the requests in flight. The pause's length is returned."""
         self.stats.throttled += 1
+        if limits:
+            self._apply(limits, self.clock())
+        elif math.isfinite(self._window):
+            self._window = max(1.0, self._window / 2)
         self._streak += 1
         named = asked_s if asked_s is not None else self._hint
         self._hint = None
@@ -212,7 +260,6 @@ class Pacer:
         if until > self.paused_until:
             self.stats.paused_s += until - max(now, self.paused_until)
             self.paused_until = until
-        self.learned()
         return pause
 
     def corrected(self, estimate: Mapping[Kind, float], actual: Mapping[Kind, float]) -> None:

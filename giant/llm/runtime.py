@@ -120,10 +120,12 @@ class CallRuntime:
             yield Timer()
             return
         await self.pacer.acquire(self.cost(conversation))
+        ok = False
         try:
             yield Timer()
+            ok = True
         finally:
-            self.pacer.learned()  # a first reply without headers (or a failure) ends the probe too
+            self.pacer.finished(ok)
 
     async def observe(self, response: Any) -> None:
         """An httpx response hook: the rate-limit headers of every reply, 429s included."""
@@ -195,7 +197,7 @@ class CallRuntime:
                     if throttled >= RATE_LIMIT_RETRIES:
                         raise _Throttled(exc) from None  # not asked again by provider.max_retries too
                     throttled += 1
-                    self.pacer.throttled(exc.retry_after_s)  # every lane waits; this call goes again
+                    self.pacer.throttled(exc.retry_after_s, exc.limits)  # every lane waits; this goes again
 
         try:
             try:
