@@ -51,7 +51,10 @@ def tokens_per_call(style: Style) -> int:
 
 async def campaign(style: Style, url: str, args: argparse.Namespace, settings: dict[str, float]) -> tuple[float, int]:
     base = f"{url}/v1" if style == "openai" else url
-    cfg = provider_settings(style, model=MODELS[style], base_url=base, max_tokens=OUTPUT_CAP, **settings)
+    extra = {"thinking_budget": None} if style == "anthropic" else {}
+    cfg = provider_settings(
+        style, model=MODELS[style], base_url=base, max_tokens=OUTPUT_CAP, **extra, **settings
+    )
     provider = build_provider(cfg)
     queue = list(range(args.item_runs))
     finished = 0

@@ -80,7 +80,7 @@ class Bucket:
         start = max(now, self.tat - max(0.0, BURST_S - cost))
         while self.booked and self.booked[0][0] <= now - BURST_S:
             self.booked.popleft()
-        capacity = rate * BURST_S
+        capacity = (self.per_minute or 0.0) / 60.0 * BURST_S  # the server's own second, not SAFETY's
         in_window = [(at, n) for at, n in self.booked if at > start - BURST_S]
         total = sum(n for _, n in in_window)
         for at, n in in_window:  # the oldest leave the window until this request fits
