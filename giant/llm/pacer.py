@@ -43,7 +43,7 @@ Kind = Literal["requests", "tokens", "input_tokens", "output_tokens"]
 KINDS: tuple[Kind, ...] = ("requests", "tokens", "input_tokens", "output_tokens")
 
 BURST_S = 1.0  # a bucket holds at most this many seconds of its limit: a second's worth, never a minute's
-SAFETY = 0.98  # pace a little under the limit, so the network's jitter does not bunch two requests
+SAFETY = 0.95  # pace a little under the limit, so the network's jitter does not bunch two requests
 PROBE_WAIT_S = 30.0  # the longest the other lanes wait for the first reply's headers
 BACKOFF_FIRST_S = 1.0  # a 429 that names no reset pauses 1 s, then 2, 4, ... up to BACKOFF_MAX_S
 BACKOFF_MAX_S = 60.0
@@ -102,6 +102,13 @@ class Bucket:
         if rate is not None and units:
             self.tat -= units / rate
 
+    def restart(self, at: float) -> None:
+        """After a 429's pause: the booked turns dropped, the bucket holding one unit at `at`."""
+        rate = self.rate
+        self.booked.clear()
+        if rate is not None:
+            self.tat = at + max(0.0, BURST_S - 1.0 / rate)
+
     def left(self, remaining: float, now: float) -> None:
         """The server says `remaining` units are left now: a debt of at least what that means."""
         rate = self.rate
@@ -144,6 +151,7 @@ class Pacer:
         self.stats = PacerStats()
         self.paused_until = 0.0
         self._streak = 0  # 429s in a row, for the backoff when the server names no reset
+        self._epoch = 0  # bumped by each 429: the lanes waiting book their turns again
         self._hint: float | None = None  # the reset a 429's headers named, in seconds from then
         # Requests allowed in flight while the limits are unknown (slow start); inf once one is known.
         self._window = 1.0 if probe and not (rpm or tpm) else math.inf
@@ -168,9 +176,12 @@ class Pacer:
         followed by one `finished` when its reply (or failure) is in."""
         began = self.clock()
         await self._enter()
+        epoch = self._epoch
         start = self.reserve(cost, self.clock())
         while True:
             now = self.clock()
+            if epoch != self._epoch:  # a 429 restarted the schedule: book again behind its pause
+                epoch, start = self._epoch, self.reserve(cost, now)
             wait = max(start, self.paused_until) - now
             if wait <= 0:
                 break
@@ -260,6 +271,11 @@ class Pacer:
         if until > self.paused_until:
             self.stats.paused_s += until - max(now, self.paused_until)
             self.paused_until = until
+            # The turns booked before the 429 would all fall due at its end, at once: every lane books
+            # again, one unit free at the pause's end and the rest spaced at the limit's rate.
+            for bucket in self.buckets.values():
+                bucket.restart(until)
+            self._epoch += 1
         return pause
 
     def corrected(self, estimate: Mapping[Kind, float], actual: Mapping[Kind, float]) -> None:
