@@ -5,7 +5,8 @@ lanes through giant's real providers and SDKs (openai, anthropic, gemini) agains
 tests/llm/ratelimit_server.py, which answers after `--latency` seconds and enforces a requests- or a
 tokens-per-minute limit with a one-second quantum, sending each provider's own rate-limit headers (or,
 for Gemini, only a 429's QuotaFailure and RetryInfo). Each scenario runs twice: `provider.rpm`/`tpm`
-unset (the pacer learns the limit from the server) and set to the server's limit.
+unset (the pacer learns the limit from the server) and set to the server's limit. The server runs in a
+process of its own, as a provider's does.
 
 The bound is max((calls - burst) / rate + latency, ceil(item-runs / concurrency) x calls x latency),
 burst being the one second's worth the server lets through at once. "paid" is the requests the server
@@ -32,14 +33,16 @@ from giant.llm.factory import build_provider
 from giant.llm.runtime import estimate_tokens
 from giant.llm.types import Conversation, ProviderError, TextPart, UserMessage
 from tests.llm.conftest import make_ctx
-from tests.llm.ratelimit_server import RateLimitedAPI, Style, serving
+from tests.llm.ratelimit_server import RateLimitedAPI, Style, serving_apart
 
 MODELS = {"openai": "gpt-5", "anthropic": "claude-opus-4-5", "gemini": "gemini-3-flash-preview"}
 KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY"}
 OUTPUT_CAP = 20
 PROMPT = Conversation(
     system="You are a pathologist.",
-    messages=[UserMessage(parts=[TextPart(text="Which cancer type is this? " + "Describe the slide. " * 100)])],
+    messages=[
+        UserMessage(parts=[TextPart(text="Which cancer type is this? " + "Describe the slide. " * 100)])
+    ],
 )
 
 
@@ -49,7 +52,9 @@ def tokens_per_call(style: Style) -> int:
     return inputs if style == "anthropic" else inputs + OUTPUT_CAP
 
 
-async def campaign(style: Style, url: str, args: argparse.Namespace, settings: dict[str, float]) -> tuple[float, int]:
+async def campaign(
+    style: Style, url: str, args: argparse.Namespace, settings: dict[str, float]
+) -> tuple[float, int]:
     base = f"{url}/v1" if style == "openai" else url
     extra = {"thinking_budget": None} if style == "anthropic" else {}
     cfg = provider_settings(
@@ -84,7 +89,9 @@ def bound_s(args: argparse.Namespace, rate_per_s: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--item-runs", type=int, default=8)
     parser.add_argument("--calls", type=int, default=4)
     parser.add_argument("--concurrency", type=int, default=4)
@@ -96,8 +103,10 @@ def main() -> None:
     for style in args.styles.split(","):
         os.environ.setdefault(KEYS[style], "loopback-key")
     rate = args.limit / 60.0
-    print(f"item_runs={args.item_runs} calls={args.calls} concurrency={args.concurrency} "
-          f"latency_s={args.latency} limit={args.limit:g}/min bound_s={bound_s(args, rate):.1f}")
+    print(
+        f"item_runs={args.item_runs} calls={args.calls} concurrency={args.concurrency} "
+        f"latency_s={args.latency} limit={args.limit:g}/min bound_s={bound_s(args, rate):.1f}"
+    )
     for style in args.styles.split(","):
         for kind in args.kinds.split(","):
             tpm = args.limit * tokens_per_call(style)  # the same calls per second, as tokens
@@ -105,8 +114,9 @@ def main() -> None:
                 server_limits = {"rpm": args.limit} if kind == "requests" else {"tpm": tpm}
                 settings = server_limits if configured else {}
                 api = RateLimitedAPI(style, latency_s=args.latency, **server_limits)  # type: ignore[arg-type]
-                with serving(api) as url:
+                with serving_apart(api) as (url, state):
                     makespan, finished = asyncio.run(campaign(style, url, args, settings))
+                    api = state()
                 needed = args.item_runs * args.calls
                 sent = api.answered + api.refused
                 print(

@@ -128,7 +128,9 @@ class PacerStats:
     paused_s: float = 0.0  # seconds every lane was held by 429 pauses (their union)
     tokens: int = 0  # input + output tokens of the answered requests, as the replies counted them
     waited_s: float = 0.0  # seconds lanes spent waiting for the pacer, summed over lanes
-    limits: dict[str, float] = field(default_factory=dict)  # the per-minute limits in force at the end
+    answered: int = 0  # requests answered (a reply the runtime could count)
+    latency_s: float = 0.0  # their latencies, summed (the pacer's waits excluded)
+    used: dict[str, float] = field(default_factory=dict)  # units by kind, as the replies counted them
 
 
 class Pacer:
@@ -157,6 +159,7 @@ class Pacer:
         self._window = 1.0 if probe and not (rpm or tpm) else math.inf
         self._in_flight = 0
         self._room: asyncio.Condition | None = None
+        self._wakers: set[asyncio.Future[None]] = set()  # notifications in flight, kept from the GC
 
     # ----------------------------------------------------------------------------- scheduling
 
@@ -223,7 +226,9 @@ class Pacer:
                 async with room:
                     room.notify_all()
 
-            asyncio.ensure_future(notify())
+            task = asyncio.ensure_future(notify())
+            self._wakers.add(task)
+            task.add_done_callback(self._wakers.discard)
 
     # ----------------------------------------------------------------------------- what servers say
 
@@ -260,11 +265,7 @@ class Pacer:
         self._streak += 1
         named = asked_s if asked_s is not None else self._hint
         self._hint = None
-        pause = (
-            named
-            if named is not None
-            else min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** (self._streak - 1))
-        )
+        pause = named if named is not None else min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** (self._streak - 1))
         pause = max(pause, 1.0 / (self.buckets["requests"].rate or float("inf")), 0.05)
         now = self.clock()
         until = now + pause
@@ -290,6 +291,12 @@ class Pacer:
             else:
                 bucket.credit(-difference)
         self.stats.tokens += int(actual.get("tokens", 0.0))
+        for kind, used in actual.items():
+            self.stats.used[kind] = self.stats.used.get(kind, 0.0) + used
+
+    def answered(self, latency_s: float) -> None:
+        self.stats.answered += 1
+        self.stats.latency_s += latency_s
 
     def limits(self) -> dict[str, float]:
         """The per-minute limits in force, by kind (those known)."""

@@ -16,9 +16,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-_KINDS = {"requests": "requests", "tokens": "tokens", "input-tokens": "input_tokens", "output-tokens": "output_tokens"}
+_KINDS = {
+    "requests": "requests",
+    "tokens": "tokens",
+    "input-tokens": "input_tokens",
+    "output-tokens": "output_tokens",
+}
 _OPENAI = re.compile(r"^x-ratelimit-(limit|remaining|reset)-(requests|tokens)$")
-_ANTHROPIC = re.compile(r"^anthropic-ratelimit-(requests|tokens|input-tokens|output-tokens)-(limit|remaining|reset)$")
+_ANTHROPIC = re.compile(
+    r"^anthropic-ratelimit-(requests|tokens|input-tokens|output-tokens)-(limit|remaining|reset)$"
+)
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 

@@ -95,6 +95,11 @@ class CallRuntime:
             self._pacer = pacer_for(self.provider, self.model, rpm=self._rpm, tpm=self._tpm)
         return self._pacer
 
+    @property
+    def pacer_used(self) -> Pacer | None:
+        """The pacer, if any call of this provider was paced (None: nothing was sent)."""
+        return self._pacer
+
     def cost(self, conversation: Conversation) -> dict[Kind, float]:
         """What a request is debited before it is sent: its estimated input, and its output cap."""
         sent = float(estimate_tokens(conversation))
@@ -207,6 +212,7 @@ class CallRuntime:
             usage = usage_of(response, timer.seconds)
             if pacing:
                 self.pacer.corrected(self.cost(conversation), self.used(usage))
+                self.pacer.answered(timer.seconds)
             if kept is not None:
                 kept(response, usage)
             turn = parse(response, usage)

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 from tests.browser import loopback
@@ -107,8 +108,13 @@ class RateLimitedAPI:
             elif isinstance(value, str) and key in ("text", "instructions", "system", "content"):
                 chars += len(value)
 
-        walk({k: v for k, v in body.items() if k in ("input", "instructions", "system", "messages", "contents",
-                                                      "systemInstruction")})
+        walk(
+            {
+                k: v
+                for k, v in body.items()
+                if k in ("input", "instructions", "system", "messages", "contents", "systemInstruction")
+            }
+        )
         cap = body.get("max_output_tokens") or body.get("max_tokens")
         cap = cap or (body.get("generationConfig") or {}).get("maxOutputTokens") or 0
         return chars // 4 + 1, int(cap)
@@ -150,18 +156,28 @@ class RateLimitedAPI:
                 out[f"anthropic-ratelimit-{name}-reset"] = at
         return out
 
-    def _refusal(self, kind: str, wait: float, headers: dict[str, str]) -> tuple[dict[str, str], dict[str, Any]]:
+    def _refusal(
+        self, kind: str, wait: float, headers: dict[str, str]
+    ) -> tuple[dict[str, str], dict[str, Any]]:
         seconds = max(1, math.ceil(wait))
         if self.style == "openai":
-            body = {"error": {"message": f"Rate limit reached for {kind}", "type": kind, "code": "rate_limit_exceeded"}}
+            body = {
+                "error": {
+                    "message": f"Rate limit reached for {kind}",
+                    "type": kind,
+                    "code": "rate_limit_exceeded",
+                }
+            }
             return {**headers, "retry-after": str(seconds)}, body
         if self.style == "anthropic":
             body = {"type": "error", "error": {"type": "rate_limit_error", "message": f"{kind} rate limit"}}
             return {**headers, "retry-after": str(seconds)}, body
         quota = self.requests if kind == "requests" else self.tokens
         assert quota is not None
-        quota_id = "GenerateRequestsPerMinutePerProjectPerModel" if kind == "requests" else (
-            "GenerateContentInputTokensPerModelPerMinute"
+        quota_id = (
+            "GenerateRequestsPerMinutePerProjectPerModel"
+            if kind == "requests"
+            else ("GenerateContentInputTokensPerModelPerMinute")
         )
         failure = {
             "@type": "type.googleapis.com/google.rpc.QuotaFailure",
@@ -191,9 +207,14 @@ class RateLimitedAPI:
                 usage=usage,
             )
         return {
-            "candidates": [{"content": {"role": "model", "parts": [{"text": step_json(CROP)}]}, "finishReason": "STOP"}],
-            "usageMetadata": {"promptTokenCount": inputs, "candidatesTokenCount": output,
-                              "totalTokenCount": inputs + output},
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"text": step_json(CROP)}]}, "finishReason": "STOP"}
+            ],
+            "usageMetadata": {
+                "promptTokenCount": inputs,
+                "candidatesTokenCount": output,
+                "totalTokenCount": inputs + output,
+            },
             "modelVersion": "gemini-3-flash-preview",
             "responseId": "resp-1",
         }
@@ -231,6 +252,38 @@ def _handler(api: RateLimitedAPI) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
     return Handler
+
+
+@contextmanager
+def serving_apart(api: RateLimitedAPI) -> Iterator[tuple[str, Callable[[], RateLimitedAPI]]]:
+    """The API in a process of its own, as a provider's server is (in this process its threads would
+    share the GIL with the client, and their pauses would bunch requests the client spaced). Yields
+    the base URL and a function returning the API's state as it is then (its `arrivals`)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(api))
+    context = multiprocessing.get_context("fork")
+    parent, child = context.Pipe()
+
+    def serve() -> None:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        child.recv()  # the parent asks once, at the end
+        with api.lock:
+            child.send(api.arrivals)
+
+    process = context.Process(target=serve, daemon=True)
+    process.start()
+    server.socket.close()  # the child serves; the parent keeps no copy listening
+
+    def state() -> RateLimitedAPI:
+        parent.send("arrivals")
+        api.arrivals = parent.recv()
+        return api
+
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", state
+    finally:
+        process.kill()
+        process.join()
 
 
 @contextmanager

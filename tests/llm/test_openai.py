@@ -142,7 +142,7 @@ def test_retry_on_429_then_success() -> None:
     assert isinstance(turn.steps[0].action, CropAction)
 
 
-def test_429_after_the_pacers_retries_is_transient_and_not_retried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_429_after_the_pacers_retries_is_not_retried_again(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("giant.llm.runtime.RATE_LIMIT_RETRIES", 2)
     limited = (429, {"error": {"message": "slow down"}}, {"retry-after-ms": "1"})
     api = MockAPI(limited, limited, limited, limited)

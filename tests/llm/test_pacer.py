@@ -164,7 +164,12 @@ def test_anthropic_headers() -> None:
 @pytest.mark.parametrize("value", ["soon", "-", "1x", ""])
 def test_a_reset_that_does_not_parse_is_ignored(value: str) -> None:
     assert duration_s(value, wall_now=0.0) is None
-    assert read_limits({"x-ratelimit-reset-requests": value, "x-ratelimit-limit-requests": "x"}, wall_now=0).reset == {}
+    assert (
+        read_limits(
+            {"x-ratelimit-reset-requests": value, "x-ratelimit-limit-requests": "x"}, wall_now=0
+        ).reset
+        == {}
+    )
 
 
 def test_gemini_429_names_its_pause_and_its_per_minute_limit() -> None:
