@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from tests.browser import loopback
 from tests.llm.mock_api import message, messages_body, responses_body, step_json, tool_use
+from tests.llm.wire_episode import ANSWER
 
 Style = Literal["openai", "anthropic", "gemini"]
 CROP = {"type": "crop", "x": 100, "y": 200, "width": 3000, "height": 2000}
@@ -81,8 +82,10 @@ class RateLimitedAPI:
         tpm: float | None = None,
         latency_s: float = 1.0,
         headers: bool = True,
+        answer_at: int | None = None,
     ) -> None:
         self.style = style
+        self.answer_at = answer_at  # answer once a request holds answer_at - 1 model turns (None: crop)
         self.requests = Quota(rpm) if rpm else None
         self.tokens = Quota(tpm) if tpm else None
         self.latency_s = latency_s
@@ -189,7 +192,16 @@ class RateLimitedAPI:
 
     # ------------------------------------------------------------------------- replies
 
-    def reply(self, inputs: int, output: int) -> dict[str, Any]:
+    def step(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A crop, or the answer once the episode has had answer_at - 1 turns."""
+        text = json.dumps(body)
+        turns = text.count('"role": "assistant"') + text.count('"role": "model"')
+        if self.answer_at is not None and turns + 1 >= self.answer_at:
+            return {"type": "answer", "text": ANSWER}
+        return CROP
+
+    def reply(self, inputs: int, output: int, body: dict[str, Any]) -> dict[str, Any]:
+        action = self.step(body)
         if self.style == "openai":
             usage = {
                 "input_tokens": inputs,
@@ -198,17 +210,17 @@ class RateLimitedAPI:
                 "output_tokens_details": {"reasoning_tokens": 0},
                 "total_tokens": inputs + output,
             }
-            return responses_body(message(step_json(CROP)), usage=usage)
+            return responses_body(message(step_json(action)), usage=usage)
         if self.style == "anthropic":
             usage = {"input_tokens": inputs, "output_tokens": output}
             return messages_body(
-                tool_use("submit_step", {"reasoning": "look", "action": CROP}, "toolu_1"),
+                tool_use("submit_step", {"reasoning": "look", "action": action}, "toolu_1"),
                 stop_reason="tool_use",
                 usage=usage,
             )
         return {
             "candidates": [
-                {"content": {"role": "model", "parts": [{"text": step_json(CROP)}]}, "finishReason": "STOP"}
+                {"content": {"role": "model", "parts": [{"text": step_json(action)}]}, "finishReason": "STOP"}
             ],
             "usageMetadata": {
                 "promptTokenCount": inputs,
@@ -237,10 +249,11 @@ def _handler(api: RateLimitedAPI) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("content-length", 0)))
-            status, headers, body, inputs, cap = api.admit(json.loads(raw or b"{}"))
+            request = json.loads(raw or b"{}")
+            status, headers, body, inputs, cap = api.admit(request)
             if status == 200:
                 time.sleep(api.latency_s)
-                body = api.reply(inputs, cap)
+                body = api.reply(inputs, cap, request)
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json")
