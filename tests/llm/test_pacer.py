@@ -192,3 +192,15 @@ def test_gemini_429_names_its_pause_and_its_per_minute_limit() -> None:
     pacer.clock, _ = no_wait_clock()
     assert pacer.throttled(error.retry_after_s, error.limits) == 26.0
     assert pacer.limits() == {"requests": 15.0, "input_tokens": 250000.0}
+
+
+def test_429s_at_a_known_limit_leave_more_room_and_answers_take_it_back() -> None:
+    pacer = Pacer(rpm=60, probe=False)
+    pacer.clock, _ = no_wait_clock()
+    rate = pacer.buckets["requests"].rate
+    pacer.throttled(1.0)
+    slower = pacer.buckets["requests"].rate
+    assert rate is not None and slower is not None and slower < rate
+    for _ in range(1000):
+        pacer.answered(1.0)
+    assert pacer.buckets["requests"].rate == pytest.approx(rate)
