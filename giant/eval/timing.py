@@ -13,6 +13,7 @@ and `provider.tpm`, when set). Per call it assumes:
   `provider.tokens_per_s` per request; low, the concurrent requests decode side by side (continuous
   batching); high, one after another. GPU-hours are that wall time x `provider.gpus`, dollars those
   hours x `provider.gpu_hour_usd`.
+- an offline provider (random, scripted) sends no call: no call time, only giant's own.
 These are ranges to plan by, not measurements; a pilot run's `wall_s` and `items_per_hour` (MLflow)
 measure the real pace.
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from giant.eval.gpu_cost import SECONDS_PER_HOUR
-from giant.llm.config import OpenAICompatibleSettings, ProviderSettings
+from giant.llm.config import OpenAICompatibleSettings, ProviderSettings, SdkSettings
 
 CALL_S = (5.0, 20.0)
 FLEX_CALL_S = (10.0, 60.0)
@@ -123,6 +124,10 @@ def estimate_time(
         rate_floor_s=floor,
         tiers=[],
     )
+    if not isinstance(provider, SdkSettings):  # random, scripted: nothing is sent, nothing waited for
+        said = "no calls sent: giant's own time only"
+        estimate.tiers.append(TierTime(tier="offline", low_s=0.0, high_s=0.0, per_call=said))
+        return estimate
     if isinstance(provider, OpenAICompatibleSettings):
         tps = provider.tokens_per_s
         gpu = GpuTime(tokens_per_s=tps, gpus=provider.gpus, gpu_hour_usd=provider.gpu_hour_usd)

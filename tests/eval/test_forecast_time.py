@@ -1,0 +1,46 @@
+"""The forecast's clock (giant.eval.timing, giant.eval.forecast): an offline provider is given no call
+time, and a pilot's rate-limited failures are not finished episodes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from giant.eval.forecast import pilot_forecast
+from giant.eval.timing import estimate_time
+from giant.llm.config import provider_settings
+from giant.record import RESULTS_FILE, ResultRecord, ResultsWriter
+
+
+def test_an_offline_provider_forecasts_no_call_time(tmp_path: Path) -> None:
+    script = tmp_path / "steps.jsonl"
+    script.write_text('{"type": "answer", "text": "1"}\n')
+    for name in ("random", "scripted"):
+        settings = {"script": str(script)} if name == "scripted" else {}
+        estimate = estimate_time(
+            item_runs=934,
+            calls_per_item_run=20,
+            input_tokens=0,
+            concurrency=8,
+            provider=provider_settings(name, **settings),
+            tiers=[],
+        )
+        assert [(t.tier, t.low_s, t.high_s) for t in estimate.tiers] == [("offline", 0.0, 0.0)]
+
+
+def test_a_pilots_rate_limited_failures_are_not_finished_episodes(tmp_path: Path) -> None:
+    def record(key: str, dollars: float, **fields: object) -> ResultRecord:
+        return ResultRecord.model_validate(
+            {"key": key, "benchmark": "demo", "run_index": 0, "seed": 0, "truth": 0, "dollars": dollars}
+            | {"status": "answered"}
+            | fields
+        )
+
+    pilot = tmp_path / "pilot"
+    with ResultsWriter(pilot / RESULTS_FILE) as writer:
+        writer.append(record("demo/0", 0.20))
+        writer.append(record("demo/1", 0.10))
+        writer.append(record("demo/2", 0.0003, status="retries_exhausted", cause="rate_limit"))
+    forecast = pilot_forecast(pilot, {"demo": 10})
+    assert forecast is not None
+    assert forecast.tasks["demo"].episodes == 2
+    assert abs(forecast.tasks["demo"].mean_usd - 0.15) < 1e-9
