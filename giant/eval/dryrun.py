@@ -42,7 +42,7 @@ from giant.data.check import SlideRow, check_slides, first_lines
 from giant.data.slides import layout_counts
 from giant.eval.context_fit import ContextFit, context_fit, image_rule
 from giant.eval.forecast import PilotForecast, pilot_forecast
-from giant.eval.timing import TimeEstimate, estimate_time
+from giant.eval.timing import TimeEstimate, duration, estimate_time
 from giant.llm.caching import (
     Block,
     BreakpointRule,
@@ -498,4 +498,22 @@ def sweep_lines(job_dirs: Sequence[Path]) -> list[str]:
         f"{tier} {'unknown' if usd is None else f'${usd:,.2f}'}" for tier, usd in totals.items()
     )
     lines.append(f"the whole sweep, expected: {shown or 'unknown (models not in the price table)'}")
+    lines.append(sweep_time_line(reports))
     return lines
+
+
+def sweep_time_line(reports: Sequence[DryRunReport]) -> str:
+    """The whole sweep's wall time per tier, its cells one after another (cells that share a key share
+    its rate limits, so running them side by side is no faster once the limits bind)."""
+    spans: dict[str, tuple[float, float]] = {}
+    unknown = 0
+    for report in reports:
+        if report.time is None or not report.time.tiers:
+            unknown += 1
+            continue
+        for tier in report.time.tiers:
+            low, high = spans.get(tier.tier, (0.0, 0.0))
+            spans[tier.tier] = (low + tier.low_s, high + tier.high_s)
+    shown = " / ".join(f"{tier} {duration(low)} - {duration(high)}" for tier, (low, high) in spans.items())
+    left = f" ({unknown} cell(s) not timed)" if unknown else ""
+    return f"the whole sweep's wall time, cells one after another: {shown or 'unknown'}{left}"

@@ -1,12 +1,16 @@
-"""The forecast's clock (giant.eval.timing, giant.eval.forecast): an offline provider is given no call
-time, and a pilot's rate-limited failures are not finished episodes."""
+"""The forecast's clock (giant.eval.timing, giant.eval.forecast, giant.eval.dryrun): an offline provider
+is given no call time, a pilot's rate-limited failures are not finished episodes, and a dry-run sweep
+prints its whole time."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
+from giant.eval.dryrun import DryRunReport, sweep_time_line
 from giant.eval.forecast import pilot_forecast
-from giant.eval.timing import estimate_time
+from giant.eval.timing import duration, estimate_time
 from giant.llm.config import provider_settings
 from giant.record import RESULTS_FILE, ResultRecord, ResultsWriter
 
@@ -44,3 +48,29 @@ def test_a_pilots_rate_limited_failures_are_not_finished_episodes(tmp_path: Path
     assert forecast is not None
     assert forecast.tasks["demo"].episodes == 2
     assert abs(forecast.tasks["demo"].mean_usd - 0.15) < 1e-9
+
+
+def test_a_dry_run_sweep_prints_its_whole_time_per_tier() -> None:
+    gpt5 = provider_settings("openai", model="gpt-5")
+
+    def cell(item_runs: int) -> DryRunReport:
+        time = estimate_time(
+            item_runs=item_runs,
+            calls_per_item_run=20,
+            input_tokens=0,
+            concurrency=8,
+            provider=gpt5,
+            tiers=["standard", "flex"],
+        )
+        return cast(DryRunReport, SimpleNamespace(time=time))
+
+    cells = [cell(80), cell(160)]
+    line = sweep_time_line(cells)
+    total = {tier.tier: 0.0 for tier in cells[0].time.tiers}  # type: ignore[union-attr]
+    for report in cells:
+        for tier in report.time.tiers:  # type: ignore[union-attr]
+            total[tier.tier] += tier.low_s
+    assert line.startswith("the whole sweep's wall time, cells one after another: standard ")
+    assert (
+        f"standard {duration(total['standard'])} - " in line and f"flex {duration(total['flex'])} - " in line
+    )
