@@ -17,6 +17,8 @@ from giant.llm.factory import build_provider
 from giant.record import RESULTS_FILE, read_results
 from giant.record import names as n
 from giant.record.logged import logged_values
+from giant.record.summary import Pacing
+from giant.report.render import _pacing as render_pacing
 from tests.llm.ratelimit_server import RateLimitedAPI, serving
 
 from .runner_fixtures import SLIDES, evaluate, make_items
@@ -47,3 +49,19 @@ def test_rate_limited_item_runs_never_trip_the_circuit_breaker(wsi_root: Path, t
     records = read_results(tmp_path / RESULTS_FILE)
     assert len(records) == 5 and all(r.cause == "rate_limit" for r in records)
     assert not summary.setup_failure
+
+
+def test_the_report_line_says_429s_pauses_and_the_bound() -> None:
+    pacing = Pacing(
+        requests=100,
+        requests_429=4,
+        paused_s=4.2,
+        requests_per_min=52.6,
+        tokens_per_min=31_000,
+        makespan_s=110.0,
+        bound_s=100.0,
+        limits={"requests": 60.0},
+    )
+    line = render_pacing(pacing)
+    assert "4 of 100 requests answered 429, 4 s paused" in line
+    assert "1.10x its bound 100 s" in line and "60 requests/min" in line
