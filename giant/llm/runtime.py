@@ -9,6 +9,7 @@ fail its item-runs.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import time
@@ -87,12 +88,15 @@ class CallRuntime:
         self.pricing = Pricing.load(cfg.pricing_file)
         self._rpm, self._tpm = cfg.rpm, cfg.tpm
         self._pacer: Pacer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def pacer(self) -> Pacer:
         """This provider and model's pacer in the running loop, shared with every other lane."""
-        if self._pacer is None:
+        loop = asyncio.get_running_loop()
+        if self._pacer is None or self._loop is not loop:  # a provider reused by a later asyncio.run
             self._pacer = pacer_for(self.provider, self.model, rpm=self._rpm, tpm=self._tpm)
+            self._loop = loop
         return self._pacer
 
     @property
