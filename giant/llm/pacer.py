@@ -134,7 +134,6 @@ class PacerStats:
     throttled: int = 0  # answered 429 (rate limit)
     paused_s: float = 0.0  # seconds every lane was held by 429 pauses (their union)
     tokens: int = 0  # input + output tokens of the answered requests, as the replies counted them
-    waited_s: float = 0.0  # seconds lanes spent waiting for the pacer, summed over lanes
     answered: int = 0  # requests answered (a reply the runtime could count)
     latency_s: float = 0.0  # their latencies, summed (the pacer's waits excluded)
     used: dict[str, float] = field(default_factory=dict)  # units by kind, as the replies counted them
@@ -184,7 +183,6 @@ class Pacer:
     async def acquire(self, cost: Mapping[Kind, float]) -> None:
         """Wait for this request's turn (and for any pause a 429 started meanwhile). Every acquire is
         followed by one `finished` when its reply (or failure) is in."""
-        began = self.clock()
         await self._enter()
         epoch = self._epoch
         start = self.reserve(cost, self.clock())
@@ -197,7 +195,6 @@ class Pacer:
                 break
             await self.sleep(wait)
         self.stats.requests += 1
-        self.stats.waited_s += self.clock() - began
 
     async def _enter(self) -> None:
         if self._in_flight >= self._window:
@@ -316,7 +313,7 @@ class Pacer:
 
 
 def no_wait_clock() -> tuple[Callable[[], float], Callable[[float], Awaitable[None]]]:
-    """A clock whose sleep advances it at once: for tests and the dry run's simulated pacing."""
+    """A clock whose sleep advances it at once, for the tests: the pacer's waits without waiting."""
     now = [0.0]
 
     def clock() -> float:
