@@ -96,6 +96,7 @@ class CostEstimate(BaseModel):
     tokens_per_image: int
     calls_per_item_run: int
     images_per_call: int = 1  # besides a navigation's growing conversation (patch mode's joint call: N)
+    calls_concurrent: bool = False  # an item-run's calls go side by side (patch vote), timed as one wait
     image_side: int = 0  # long side of each image the plan counts
     input_tokens: int  # over all item-runs, including those whose slide is missing
     output_tokens: int
@@ -265,6 +266,7 @@ def dry_run(  # noqa: PLR0913  one job's items, settings and where its estimate 
         time=estimate_time(
             item_runs=len(items) * runs_per_item,
             calls_per_item_run=estimate.calls_per_item_run,
+            concurrent_calls=estimate.calls_concurrent,
             input_tokens=estimate.input_tokens,
             concurrency=concurrency,
             provider=provider,
@@ -327,6 +329,7 @@ def estimate_cost(
         tokens_per_image=per_image,
         calls_per_item_run=plan.calls,
         images_per_call=plan.images_per_call,
+        calls_concurrent=plan.concurrent,
         image_side=plan.image_side,
         input_tokens=input_tokens,
         output_tokens=output_tokens,

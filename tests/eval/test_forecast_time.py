@@ -74,3 +74,34 @@ def test_a_dry_run_sweep_prints_its_whole_time_per_tier() -> None:
     assert (
         f"standard {duration(total['standard'])} - " in line and f"flex {duration(total['flex'])} - " in line
     )
+
+
+def test_patch_vote_calls_are_timed_as_they_run_side_by_side() -> None:
+    gpt5 = provider_settings("openai", model="gpt-5")
+
+    def tiers(concurrent: bool) -> dict[str, tuple[float, float]]:
+        estimate = estimate_time(
+            item_runs=80,
+            calls_per_item_run=30,
+            input_tokens=0,
+            concurrency=8,
+            provider=gpt5,
+            tiers=["standard", "batch"],
+            concurrent_calls=concurrent,
+        )
+        return {t.tier: (t.low_s, t.high_s) for t in estimate.tiers}
+
+    in_turn, side_by_side = tiers(False), tiers(True)
+    assert side_by_side["standard"][0] == in_turn["standard"][0] / 30  # one wait per item-run, not 30
+    assert side_by_side["batch"][0] == in_turn["batch"][0] / 30  # one round, not 30
+    rpm = provider_settings("openai", model="gpt-5", rpm=60)
+    floor = estimate_time(
+        item_runs=80,
+        calls_per_item_run=30,
+        input_tokens=0,
+        concurrency=8,
+        provider=rpm,
+        tiers=["standard"],
+        concurrent_calls=True,
+    ).tiers[0]
+    assert floor.low_s == 80 * 30  # every call still counts against the rate limit: 2,400 at one a second
