@@ -121,7 +121,9 @@ class CircuitBreaker:
 
     `after` item-runs in a row with a setup cause (a missing slide excepted: that is planned and
     reported before the run) trip it, whether they are the job's first or come mid-run after the
-    server went down; any item-run that measured the model resets the streak."""
+    server went down; any item-run that measured the model resets the streak. A rate limit neither
+    counts nor resets: it slows a run (giant.llm.pacer pauses every lane), it does not say the server
+    is dead or the key refused."""
 
     after: int
     streak: list[tuple[str, str]] = field(default_factory=list)  # (cause, reason) of each
@@ -131,7 +133,7 @@ class CircuitBreaker:
         if cause is None:
             self.streak.clear()
             return
-        if cause == "slide_missing":
+        if cause in ("slide_missing", "rate_limit"):
             return
         self.streak.append((cause, record.reason))
         if len(self.streak) >= self.after:

@@ -42,7 +42,7 @@ from giant.data.check import SlideRow, check_slides, first_lines
 from giant.data.slides import layout_counts
 from giant.eval.context_fit import ContextFit, context_fit, image_rule
 from giant.eval.forecast import PilotForecast, pilot_forecast
-from giant.eval.timing import TimeEstimate, estimate_time
+from giant.eval.timing import TimeEstimate, duration, estimate_time
 from giant.llm.caching import (
     Block,
     BreakpointRule,
@@ -96,6 +96,7 @@ class CostEstimate(BaseModel):
     tokens_per_image: int
     calls_per_item_run: int
     images_per_call: int = 1  # besides a navigation's growing conversation (patch mode's joint call: N)
+    calls_concurrent: bool = False  # an item-run's calls go side by side (patch vote), timed as one wait
     image_side: int = 0  # long side of each image the plan counts
     input_tokens: int  # over all item-runs, including those whose slide is missing
     output_tokens: int
@@ -265,6 +266,7 @@ def dry_run(  # noqa: PLR0913  one job's items, settings and where its estimate 
         time=estimate_time(
             item_runs=len(items) * runs_per_item,
             calls_per_item_run=estimate.calls_per_item_run,
+            concurrent_calls=estimate.calls_concurrent,
             input_tokens=estimate.input_tokens,
             concurrency=concurrency,
             provider=provider,
@@ -327,6 +329,7 @@ def estimate_cost(
         tokens_per_image=per_image,
         calls_per_item_run=plan.calls,
         images_per_call=plan.images_per_call,
+        calls_concurrent=plan.concurrent,
         image_side=plan.image_side,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
@@ -505,4 +508,22 @@ def sweep_lines(job_dirs: Sequence[Path]) -> list[str]:
         f"{tier} {'unknown' if usd is None else f'${usd:,.2f}'}" for tier, usd in totals.items()
     )
     lines.append(f"the whole sweep, expected: {shown or 'unknown (models not in the price table)'}")
+    lines.append(sweep_time_line(reports))
     return lines
+
+
+def sweep_time_line(reports: Sequence[DryRunReport]) -> str:
+    """The whole sweep's wall time per tier, its cells one after another (cells that share a key share
+    its rate limits, so running them side by side is no faster once the limits bind)."""
+    spans: dict[str, tuple[float, float]] = {}
+    unknown = 0
+    for report in reports:
+        if report.time is None or not report.time.tiers:
+            unknown += 1
+            continue
+        for tier in report.time.tiers:
+            low, high = spans.get(tier.tier, (0.0, 0.0))
+            spans[tier.tier] = (low + tier.low_s, high + tier.high_s)
+    shown = " / ".join(f"{tier} {duration(low)} - {duration(high)}" for tier, (low, high) in spans.items())
+    left = f" ({unknown} cell(s) not timed)" if unknown else ""
+    return f"the whole sweep's wall time, cells one after another: {shown or 'unknown'}{left}"

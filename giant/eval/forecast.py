@@ -5,8 +5,9 @@ The dry run's low / expected / high figures model tokens and caching; once a pil
 run, its per-item dollars are a better guide, since they include the real number of steps, the real
 answer lengths and the cache the provider really gave. Per task: the mean cost of a finished
 item-run times the item-runs the full run needs, with a bootstrap interval over the pilot's
-item-runs (giant/eval/bootstrap.py). Item-runs still to be run (skipped, stopped by a budget) and
-those without a price are left out: their dollars say nothing about a finished item-run.
+item-runs (giant/eval/bootstrap.py). Item-runs still to be run (skipped, stopped by a budget), those
+that ended on a setup cause (a rate limit, a server down: giant.eval.causes) and those without a
+price are left out: their dollars say nothing about a finished item-run.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from giant.eval.bootstrap import bootstrap_mean
+from giant.eval.causes import record_cause
 from giant.eval.resume import UNFINISHED
 from giant.record import JobLayout, latest_by_slot, read_results
 
@@ -55,7 +57,8 @@ def pilot_forecast(pilot: Path, item_runs: dict[str, int], *, seed: int = 0) -> 
     finished, priced item-run of any of these tasks."""
     costs: dict[str, list[float]] = defaultdict(list)
     for record in latest_by_slot(read_results(JobLayout(pilot).results)).values():
-        if record.benchmark in item_runs and record.status not in UNFINISHED and record.dollars is not None:
+        finished = record.status not in UNFINISHED and record_cause(record) is None
+        if record.benchmark in item_runs and finished and record.dollars is not None:
             costs[record.benchmark].append(record.dollars)
     tasks = {}
     for name, values in costs.items():

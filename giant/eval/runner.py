@@ -41,6 +41,7 @@ from giant.eval.gpu_cost import GpuRate, earlier_active_s
 from giant.eval.items import check_items
 from giant.eval.limits import RunLimits
 from giant.eval.navigation import item_navigation
+from giant.eval.pacing import pacing
 from giant.eval.progress import Progress
 from giant.eval.provenance import build_provenance
 from giant.eval.rescore_records import rescore_records
@@ -388,7 +389,8 @@ def _finish(workers: _Workers, data: RunData, config_hash: str) -> Summary:
     if halt and not stopped:
         stopped = halt.reason
     reason = stopped or _budget_stop(budget, len(plan.pending)) or _unmeasured(records, data.wsi_root)
-    return summarize(
+    wall_s = time.perf_counter() - plan.started
+    summary = summarize(
         records,
         data.items,
         dataset=plan.dataset,
@@ -397,7 +399,7 @@ def _finish(workers: _Workers, data: RunData, config_hash: str) -> Summary:
         seed=run.seed,
         scoring=run.scoring,
         provenance=build_provenance(config_hash, data.dataset_hash, plan.located.values()),
-        wall_s=time.perf_counter() - plan.started,
+        wall_s=wall_s,
         ran=workers.progress.ran,
         earlier_s=plan.earlier_s,
         gpu=workers.services.gpu,
@@ -405,6 +407,10 @@ def _finish(workers: _Workers, data: RunData, config_hash: str) -> Summary:
         setup_failure=halt.reason,
         stop_cause=halt.cause,
         dataset_defects=data.defects,
+    )
+    lanes = min(run.concurrency, max(1, workers.progress.ran))
+    return summary.model_copy(
+        update={"pacing": pacing(workers.services.provider, wall_s=wall_s, lanes=lanes)}
     )
 
 

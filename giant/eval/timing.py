@@ -2,7 +2,8 @@
 GPU-hours and dollars.
 
 Wall time is what the calls need, run `concurrency` items at a time (each item's calls one after
-another, since each waits on the previous reply), bounded below by the rate limits (`provider.rpm`
+another, since each waits on the previous reply; patch mode's vote sends its calls side by side, one
+wait per item), bounded below by the rate limits (`provider.rpm`
 and `provider.tpm`, when set). Per call it assumes:
 - standard: CALL_S seconds (a multimodal reasoning model's reply; a short answer is at the low end);
 - flex: FLEX_CALL_S seconds (flex requests are served when capacity allows: slower, sometimes queued);
@@ -13,6 +14,7 @@ and `provider.tpm`, when set). Per call it assumes:
   `provider.tokens_per_s` per request; low, the concurrent requests decode side by side (continuous
   batching); high, one after another. GPU-hours are that wall time x `provider.gpus`, dollars those
   hours x `provider.gpu_hour_usd`.
+- an offline provider (random, scripted) sends no call: no call time, only giant's own.
 These are ranges to plan by, not measurements; a pilot run's `wall_s` and `items_per_hour` (MLflow)
 measure the real pace.
 """
@@ -22,7 +24,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from giant.eval.gpu_cost import SECONDS_PER_HOUR
-from giant.llm.config import OpenAICompatibleSettings, ProviderSettings
+from giant.llm.config import OpenAICompatibleSettings, ProviderSettings, SdkSettings
 
 CALL_S = (5.0, 20.0)
 FLEX_CALL_S = (10.0, 60.0)
@@ -100,6 +102,7 @@ def estimate_time(
     concurrency: int,
     provider: ProviderSettings,
     tiers: list[str],
+    concurrent_calls: bool = False,
 ) -> TimeEstimate:
     """The run's wall time per tier (`tiers`: those the model is sold at; none for a model without
     a price) or, for a self-hosted server, its GPU time."""
@@ -112,8 +115,10 @@ def estimate_time(
     if tpm:
         floor = max(floor, (input_tokens + calls * OUTPUT_TOKENS_PER_CALL) / tpm * 60)
 
+    rounds = 1 if concurrent_calls else calls_per_item_run  # calls an item-run waits for in turn
+
     def paced(call_s: tuple[float, float], parallel: bool = True) -> tuple[float, float]:
-        low, high = (calls * s / (lanes if parallel else 1) for s in call_s)
+        low, high = ((item_runs * rounds * s / lanes) if parallel else calls * s for s in call_s)
         return max(low, floor), max(high, floor)
 
     estimate = TimeEstimate(
@@ -123,6 +128,10 @@ def estimate_time(
         rate_floor_s=floor,
         tiers=[],
     )
+    if not isinstance(provider, SdkSettings):  # random, scripted: nothing is sent, nothing waited for
+        said = "no calls sent: giant's own time only"
+        estimate.tiers.append(TierTime(tier="offline", low_s=0.0, high_s=0.0, per_call=said))
+        return estimate
     if isinstance(provider, OpenAICompatibleSettings):
         tps = provider.tokens_per_s
         gpu = GpuTime(tokens_per_s=tps, gpus=provider.gpus, gpu_hour_usd=provider.gpu_hour_usd)
@@ -153,9 +162,9 @@ def estimate_time(
             low, high = paced(call_s)
             estimate.tiers.append(TierTime(tier=tier, low_s=low, high_s=high, per_call=said))
         elif tier == "batch":
-            low, high = (calls_per_item_run * s for s in BATCH_ROUND_S)
+            low, high = (rounds * s for s in BATCH_ROUND_S)
             said = (
-                f"{calls_per_item_run} rounds, one per step, of {duration(BATCH_ROUND_S[0])} to "
+                f"{rounds} rounds, one per step, of {duration(BATCH_ROUND_S[0])} to "
                 f"{duration(BATCH_ROUND_S[1])} each"
             )
             low, high = max(low, floor), max(high, floor)

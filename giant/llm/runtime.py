@@ -1,11 +1,15 @@
 """What every network provider does around a call: rate limits, cost, timing and the audit record.
 
-One `CallRuntime` per provider instance, so its limiters are shared by all concurrent items of a run.
-Build providers inside the event loop that will use them (aiolimiter binds to the running loop).
+Every lane of a run that calls one provider and model shares one pacer (giant.llm.pacer), looked up
+in the running event loop at the first call: the rate limits, the rate-limit headers of each reply
+and a 429's pause are the same for all of them. A 429 is asked again by the pacer (up to
+RATE_LIMIT_RETRIES times, apart from `provider.max_retries`): rate limits slow a run, they do not
+fail its item-runs.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import time
@@ -15,9 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aiolimiter import AsyncLimiter
-
 from giant.llm.config import SdkSettings
+from giant.llm.pacer import Kind, Pacer, pacer_for
 from giant.llm.pricing import Pricing
 from giant.llm.retry import with_retries
 from giant.llm.sdk_errors import SDK_ERRORS, classify, unreadable_reply
@@ -28,6 +31,7 @@ from giant.llm.types import (
     ModelTurn,
     ProviderError,
     TextPart,
+    TransientError,
     Usage,
     UserMessage,
     mark_paid,
@@ -35,6 +39,7 @@ from giant.llm.types import (
 
 _CHARS_PER_TOKEN = 4
 _PIXELS_PER_TOKEN = 750  # Anthropic's published estimate; close enough for OpenAI high detail too
+RATE_LIMIT_RETRIES = 20  # 429s one call is asked again after, each after every lane's shared pause
 
 
 def estimate_tokens(conversation: Conversation, image_tokens: Callable[[int, int], int] | None = None) -> int:
@@ -80,23 +85,61 @@ class CallRuntime:
         self.provider = provider
         self.model = cfg.model
         self.max_retries = cfg.max_retries
+        self.max_tokens = cfg.max_tokens
         self.pricing = Pricing.load(cfg.pricing_file)
-        self._rpm = AsyncLimiter(cfg.rpm, 60) if cfg.rpm else None
-        self._tpm = AsyncLimiter(cfg.tpm, 60) if cfg.tpm else None
+        self._rpm, self._tpm = cfg.rpm, cfg.tpm
+        self._pacer: Pacer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def pacer(self) -> Pacer:
+        """This provider and model's pacer in the running loop, shared with every other lane."""
+        loop = asyncio.get_running_loop()
+        if self._pacer is None or self._loop is not loop:  # a provider reused by a later asyncio.run
+            self._pacer = pacer_for(self.provider, self.model, rpm=self._rpm, tpm=self._tpm)
+            self._loop = loop
+        return self._pacer
+
+    @property
+    def pacer_used(self) -> Pacer | None:
+        """The pacer, if any call of this provider was paced (None: nothing was sent)."""
+        return self._pacer
+
+    def cost(self, conversation: Conversation) -> dict[Kind, float]:
+        """What a request is debited before it is sent: its estimated input, and its output cap."""
+        sent = float(estimate_tokens(conversation))
+        cap = float(self.max_tokens or 0)
+        return {"tokens": sent + cap, "input_tokens": sent, "output_tokens": cap}
+
+    def used(self, usage: Usage) -> dict[Kind, float]:
+        """What the reply says it used; Anthropic does not count cache reads against its input limit."""
+        counted = usage.input_tokens
+        if self.provider == "anthropic":
+            counted -= usage.cached_input_tokens
+        return {
+            "tokens": float(usage.input_tokens + usage.output_tokens),
+            "input_tokens": float(counted),
+            "output_tokens": float(usage.output_tokens),
+        }
 
     @asynccontextmanager
     async def limited(self, conversation: Conversation, *, paced: bool = True) -> AsyncIterator[Timer]:
-        """Wait for the rate limits, then time the call (latency excludes the wait). A reply from
-        the ledger (`paced=False`) reaches no server, so it waits for nothing."""
+        """Wait for the pacer, then time the call (latency excludes the wait). A reply from the ledger
+        or a batch's (`paced=False`) is not a request of this call's own, so it waits for nothing."""
         if not paced:
             yield Timer()
             return
-        if self._rpm is not None:
-            await self._rpm.acquire()
-        if self._tpm is not None:
-            # A request larger than the whole per-minute budget waits for a full bucket, not forever.
-            await self._tpm.acquire(min(estimate_tokens(conversation), self._tpm.max_rate))
-        yield Timer()
+        await self.pacer.acquire(self.cost(conversation))
+        ok = False
+        try:
+            yield Timer()
+            ok = True
+        finally:
+            self.pacer.finished(ok)
+
+    async def observe(self, response: Any) -> None:
+        """An httpx response hook: the rate-limit headers of every reply, 429s included."""
+        self.pacer.observe(response.status_code, response.headers)
 
     def priced(self, usage: Usage) -> Usage:
         """A paid call's cost at the tier that billed it, and its count among that tier's calls."""
@@ -119,10 +162,12 @@ class CallRuntime:
         secret: str | None,
         kept: Callable[[Any, Usage], None] | None = None,
         paced: bool = True,
+        pace: bool = True,
     ) -> ModelTurn:
         """One call: limits, the SDK request (transient failures retried, giant.llm.retry), usage and
         cost, `kept` (the ledger keeps the paid reply before anything can fail on it), parsing, the
-        audit record.
+        audit record. `paced=False`: a reply from the ledger (no server, no retries); `pace=False`: a
+        request that a batch sends (the batch API has limits of its own), retried but not paced.
         Every failure leaves as a ProviderError carrying the usage when it was billed."""
         response: Any = None
         usage: Usage | None = None
@@ -140,10 +185,12 @@ class CallRuntime:
             )
 
         timer = Timer()
+        throttled = 0
+        pacing = paced and pace
 
-        async def attempt() -> Any:
+        async def once() -> Any:
             nonlocal timer
-            async with self.limited(conversation, paced=paced) as timer:  # each attempt is paced
+            async with self.limited(conversation, paced=pacing) as timer:  # each attempt is paced
                 try:
                     reply = await send()
                 except SDK_ERRORS as exc:
@@ -154,9 +201,28 @@ class CallRuntime:
                     raise unreadable_reply(self.provider, f"a {len(reply)}-character body that is not JSON")
                 return reply
 
+        async def attempt() -> Any:
+            nonlocal throttled
+            while True:
+                try:
+                    return await once()
+                except TransientError as exc:
+                    if not pacing or exc.cause != "rate_limit":
+                        raise
+                    if throttled >= RATE_LIMIT_RETRIES:
+                        raise _Throttled(exc) from None  # not asked again by provider.max_retries too
+                    throttled += 1
+                    self.pacer.throttled(exc.retry_after_s, exc.limits)  # every lane waits; this goes again
+
         try:
-            response = await with_retries(attempt, self.max_retries if paced else 0)
+            try:
+                response = await with_retries(attempt, self.max_retries if paced else 0)
+            except _Throttled as out:
+                raise out.error from None
             usage = usage_of(response, timer.seconds)
+            if pacing:
+                self.pacer.corrected(self.cost(conversation), self.used(usage))
+                self.pacer.answered(timer.seconds)
             if kept is not None:
                 kept(response, usage)
             turn = parse(response, usage)
@@ -171,6 +237,14 @@ class CallRuntime:
             raise
         record(decode_note=turn.decode_note)
         return turn
+
+
+class _Throttled(Exception):
+    """A call still answered 429 after RATE_LIMIT_RETRIES shared pauses: it leaves with that error."""
+
+    def __init__(self, error: TransientError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _dump(response: Any) -> Any:

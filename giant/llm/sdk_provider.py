@@ -62,6 +62,18 @@ class SdkProvider(ABC, Generic[S]):
             )
         if batches is not None and ledger is not None:
             batches.connect(self._batch_api, _BatchReplies(self, ledger), self._key or None)
+        self._watched = False
+
+    def _watch(self) -> None:
+        """Read the rate-limit headers of every reply the SDK's HTTP client receives (an httpx
+        response hook, so 429s and replies the SDK parses alike) into the shared pacer."""
+        if self._watched:
+            return
+        self._watched = True
+        http = getattr(getattr(self, "client", None), "_client", None)  # the openai and anthropic SDKs'
+        hooks = getattr(http, "event_hooks", None)
+        if isinstance(hooks, dict):
+            http.event_hooks = {**hooks, "response": [*hooks.get("response", []), self.runtime.observe]}  # type: ignore[union-attr]
 
     def _batch_api(self) -> BatchApi:
         """The API's batch wire format (giant.llm.batch_openai, batch_anthropic)."""
@@ -113,6 +125,7 @@ class SdkProvider(ABC, Generic[S]):
             keep = self._keeper(self.ledger, key, ctx, conversation, recorded)
             if self.batches is not None:  # the ledger key is the request's custom_id in its batch
                 send = partial(self.batches.call, key, request)
+        self._watch()
         return await self.runtime.execute(
             ctx,
             conversation,
@@ -122,6 +135,7 @@ class SdkProvider(ABC, Generic[S]):
             parse=self._parse,
             secret=self._key or None,
             kept=keep,
+            pace=self.batches is None,
         )
 
     def _keeper(

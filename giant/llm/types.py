@@ -245,12 +245,14 @@ class ProviderError(Exception):
         raw_text: str = "",
         cause: SetupCause | None = None,
         retry_after_s: float | None = None,
+        limits: dict[str, float] | None = None,
     ) -> None:
         super().__init__(message)
         self.usage = usage
         self.raw_text = raw_text
         self.cause = cause  # what the user must fix (key, quota, ...); None: the model's reply or unknown
         self.retry_after_s = retry_after_s  # the pause the server asked for before asking again
+        self.limits = limits  # per-minute limits a 429 named (giant.llm.pacer kinds), e.g. Gemini's
 
 
 class TransientError(ProviderError):

@@ -50,6 +50,13 @@ ACTIVE_S_METRIC: Final = "active_s"
 GPU_COST_METRIC: Final = "gpu_cost_usd"
 OUTPUT_TOKENS_PER_S_METRIC: Final = "output_tokens_per_s"
 CALLS_PER_MIN_METRIC: Final = "calls_per_min"
+# How the provider's rate limits shaped the run (summary.json's pacing, giant.llm.pacer)
+REQUESTS_429_METRIC: Final = "requests_429"  # requests answered 429 (rate limit)
+RATE_PAUSED_S_METRIC: Final = "rate_paused_s"  # seconds every lane was held by 429 pauses
+EFFECTIVE_RPM_METRIC: Final = "effective_rpm"  # answered requests per minute of the makespan
+EFFECTIVE_TPM_METRIC: Final = "effective_tpm"  # their tokens per minute of the makespan
+MAKESPAN_BOUND_S_METRIC: Final = "makespan_bound_s"  # the fastest the limits and latencies allowed
+MAKESPAN_RATIO_METRIC: Final = "makespan_over_bound"
 RUN_METRIC: Final = "run_metric"  # each of the k runs' metric, one step per run index
 PER_RUN_STD_METRIC: Final = "per_run_std"  # the std over the k runs' metrics
 

@@ -59,6 +59,26 @@ class Totals(TokenCounts):
         return self.calls - self.calls_replayed
 
 
+class Pacing(BaseModel):
+    """How the provider's rate limits shaped this invocation (giant.llm.pacer; docs/rate-limits.md).
+    `bound_s` is the fastest the run could have been: the answered requests and tokens at the limits
+    in force (less the one second's worth a server lets through at once), or the calls' own latency
+    spread over the lanes, whichever is longer. Its MLflow metrics: `_PACING`."""
+
+    requests: int  # sent, 429s included
+    requests_429: int  # answered 429 (rate limit)
+    paused_s: float  # seconds every lane was held by 429 pauses
+    requests_per_min: float  # answered requests per minute of the makespan
+    tokens_per_min: float  # their tokens (input + output) per minute of the makespan
+    makespan_s: float  # this invocation's wall time (totals.wall_s)
+    bound_s: float
+    limits: dict[str, float] = Field(default_factory=dict)  # per minute, by kind, as last in force
+
+    @property
+    def makespan_over_bound(self) -> float | None:
+        return self.makespan_s / self.bound_s if self.bound_s > 0 else None
+
+
 class Provenance(BaseModel):
     run_key: str  # hash of the resolved config (minus paths/cosmetics) and the dataset content
     config_hash: str
@@ -143,6 +163,15 @@ _TOTALS = {
     "calls_per_min": n.CALLS_PER_MIN_METRIC,
 }
 
+_PACING = {
+    "requests_429": n.REQUESTS_429_METRIC,
+    "paused_s": n.RATE_PAUSED_S_METRIC,
+    "requests_per_min": n.EFFECTIVE_RPM_METRIC,
+    "tokens_per_min": n.EFFECTIVE_TPM_METRIC,
+    "bound_s": n.MAKESPAN_BOUND_S_METRIC,
+    "makespan_over_bound": n.MAKESPAN_RATIO_METRIC,
+}
+
 
 class Summary(BaseModel):
     benchmark: str  # dataset name, e.g. tcga or demo_shapes
@@ -203,6 +232,8 @@ class Summary(BaseModel):
     tool_use: Annotated[dict[str, float], MlflowName(prefix=n.TOOL_METRIC_PREFIX)] = Field(
         default_factory=dict
     )
+    # None: no call reached a server (offline providers, a run replayed from the ledger, older records)
+    pacing: Annotated[Pacing | None, MlflowName(parts=_PACING)] = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -15,7 +15,7 @@ from giant import pages
 from giant.pages import Link
 from giant.record import SKIPPED, TRAJECTORIES_DIR, ResultRecord
 from giant.record.headline import navigation_figures
-from giant.record.summary import Totals
+from giant.record.summary import Pacing, Totals
 from giant.record.tool_use import tool_use
 from giant.record.trajectory import Trajectory
 from giant.report import costs, labels, navigation, overviews, taxonomy
@@ -139,8 +139,23 @@ def _header(facts: JobFacts) -> Rows:
                 f"{summary.totals.calls_per_min:.1f} calls/min over {summary.totals.active_s:.0f} s",
             ),
         ]
+        if summary.pacing is not None:
+            rows.append(("rate limits", _pacing(summary.pacing)))
     rows.append(("written", datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")))
     return rows
+
+
+def _pacing(pacing: Pacing) -> str:
+    """The provider's rate limits as the run met them (giant.eval.pacing)."""
+    ratio = pacing.makespan_over_bound
+    limits = ", ".join(f"{v:g} {k}/min" for k, v in pacing.limits.items()) or "none known"
+    return (
+        f"{pacing.requests_429} of {pacing.requests} requests answered 429, {pacing.paused_s:.0f} s paused; "
+        f"{pacing.requests_per_min:.1f} requests/min, {pacing.tokens_per_min:.0f} tokens/min; makespan "
+        f"{pacing.makespan_s:.0f} s"
+        + (f" = {ratio:.2f}x its bound {pacing.bound_s:.0f} s" if ratio else "")
+        + f" (limits: {limits})"
+    )
 
 
 ITEM_COLUMNS: tuple[tuple[str, str], ...] = (  # heading, sort kind ("num" or "text")

@@ -47,7 +47,7 @@ def call(
     ctx: CallContext | None = None,
 ) -> ModelTurn:
     """One turn of the provider `cfg` names, through the real SDK talking to `api` (None: the SDK's
-    own HTTP client). The provider is built inside the loop, as aiolimiter requires."""
+    own HTTP client). The provider is built inside the loop its calls run in."""
 
     async def go() -> ModelTurn:
         provider = build_provider(cfg, http_client=api.client() if api else None)

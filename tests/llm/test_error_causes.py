@@ -65,11 +65,14 @@ def test_openai_fatal_causes_are_sent_once(status: int, body: dict[str, object],
 @pytest.mark.parametrize(
     ("status", "cause"), [(429, "rate_limit"), (500, "server"), (503, "server"), (408, "rate_limit")]
 )
-def test_openai_transient_causes_are_retried_max_retries_times(status: int, cause: str) -> None:
+def test_openai_transient_causes_are_retried_max_retries_times(
+    status: int, cause: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("giant.llm.runtime.RATE_LIMIT_RETRIES", 2)  # rate limits: the pacer's retries
     api = MockAPI(*[(status, {"error": {"message": "busy"}}, {"retry-after-ms": "1"})] * 4)
     err = _error(api, OPENAI)
     assert isinstance(err, TransientError) and err.cause == cause
-    assert len(api.requests) == 3  # 1 + provider.max_retries, and the SDK adds none of its own
+    assert len(api.requests) == 3  # 1 + 2 retries (max_retries=2 too), and the SDK adds none of its own
 
 
 def test_retry_after_is_honoured_and_then_the_call_succeeds() -> None:

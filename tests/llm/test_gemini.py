@@ -246,7 +246,10 @@ def test_setup_errors_are_fatal_and_not_retried(reply: Any, cause: str, sent: in
 
 
 @pytest.mark.parametrize(("reply", "cause"), [(RATE_LIMIT, "rate_limit"), (OVERLOADED, "server")])
-def test_rate_limits_and_overload_are_retried_by_the_one_layer(reply: Any, cause: str) -> None:
+def test_rate_limits_and_overload_are_retried_by_the_one_layer(
+    reply: Any, cause: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("giant.llm.runtime.RATE_LIMIT_RETRIES", 2)  # a rate limit: the pacer's retries
     server = GeminiServer(answer_at=1)
     server.fail = [reply] * 2
     with serving(server) as url:

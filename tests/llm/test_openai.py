@@ -142,12 +142,13 @@ def test_retry_on_429_then_success() -> None:
     assert isinstance(turn.steps[0].action, CropAction)
 
 
-def test_429_after_sdk_retries_is_transient_and_not_retried_again() -> None:
+def test_429_after_the_pacers_retries_is_not_retried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("giant.llm.runtime.RATE_LIMIT_RETRIES", 2)
     limited = (429, {"error": {"message": "slow down"}}, {"retry-after-ms": "1"})
     api = MockAPI(limited, limited, limited, limited)
     with pytest.raises(TransientError, match="RateLimitError"):
         call(api, cfg=CFG.model_copy(update={"max_retries": 2}))
-    assert len(api.requests) == 3  # 1 + the SDK's 2 retries; no second layer
+    assert len(api.requests) == 3  # 1 + the pacer's 2 retries; provider.max_retries adds none
 
 
 @pytest.mark.parametrize("status", [400, 401, 404])

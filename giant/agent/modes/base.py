@@ -30,6 +30,7 @@ class CallPlan:
     image_side: int  # long side of every image sent
     conversation: bool  # True: each call resends the conversation so far (its images and replies)
     images_per_call: int = 1  # images of one call besides the conversation's (patch mode's joint call: N)
+    concurrent: bool = False  # True: the calls are sent side by side (patch mode's vote), not in turn
 
 
 class Mode(Generic[C]):

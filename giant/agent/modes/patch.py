@@ -86,7 +86,8 @@ class PatchMode(Mode[PatchConfig]):
         side = min(cfg.patch_size, cfg.crop_size) if cfg.patch_mpp is None else cfg.patch_size
         if cfg.inference == "joint":
             return CallPlan(calls=1, image_side=side, conversation=False, images_per_call=cfg.patch_count)
-        return CallPlan(calls=cfg.patch_count, image_side=side, conversation=False)
+        # the vote asks every patch at once (giant.agent.baselines._vote): one call's wait, not N
+        return CallPlan(calls=cfg.patch_count, image_side=side, conversation=False, concurrent=True)
 
     def run_name(self, cfg: PatchConfig, dataset: str) -> str:
         name = f"{dataset}-patch-{cfg.patch_count}x{cfg.patch_size}"

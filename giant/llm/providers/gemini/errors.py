@@ -72,6 +72,30 @@ def retry_delay_s(exc: genai_errors.APIError) -> float | None:
     return None
 
 
+_PER_MINUTE = re.compile(r"per.?minute", re.I)
+
+
+def quota_limits(exc: genai_errors.APIError) -> dict[str, float] | None:
+    """The per-minute limits a 429's QuotaFailure names (quotaId and quotaValue), by pacer kind
+    (giant.llm.pacer): Gemini sends no rate-limit headers, so this is how its limits become known."""
+    found: dict[str, float] = {}
+    for detail in _of_type(_details(exc), "QuotaFailure"):
+        for violation in detail.get("violations") or []:
+            quota = f"{violation.get('quotaId', '')} {violation.get('quotaMetric', '')}"
+            try:
+                value = float(violation.get("quotaValue", ""))
+            except (TypeError, ValueError):
+                continue
+            if not _PER_MINUTE.search(quota) or value <= 0:
+                continue
+            kind = "requests" if re.search(r"request", quota, re.I) else None
+            if kind is None and re.search(r"token", quota, re.I):
+                kind = "input_tokens" if re.search(r"input", quota, re.I) else "tokens"
+            if kind is not None:
+                found[kind] = min(value, found.get(kind, value))
+    return found or None
+
+
 def cause_of(exc: genai_errors.APIError) -> SetupCause:
     code, status = exc.code, str(exc.status or "")
     reasons = {str(d.get("reason", "")) for d in _of_type(_details(exc), "ErrorInfo")}
@@ -100,7 +124,8 @@ def classify(exc: BaseException, *, secret: str | None) -> ProviderError:
         return TransientError(message, cause="network")
     cause = cause_of(exc)
     if cause in TRANSIENT_CAUSES:
-        return TransientError(message, cause=cause, retry_after_s=retry_delay_s(exc))
+        limits = quota_limits(exc) if cause == "rate_limit" else None
+        return TransientError(message, cause=cause, retry_after_s=retry_delay_s(exc), limits=limits)
     return FatalProviderError(message, cause=cause)
 
 

@@ -1,0 +1,345 @@
+"""One pacer per provider and model, shared by every lane of a run: requests and tokens per minute.
+
+Providers enforce a per-minute limit over much shorter periods (OpenAI: 60,000 RPM may be enforced as
+1,000 per second), so a bucket that lets a whole minute's budget out at once gets most of it answered
+429. Each limit here is a GCRA bucket (a "virtual scheduling" token bucket) holding at most one
+second's worth (`BURST_S`): a request may start when the bucket's debt after it stays within that
+second, so lanes are spaced at the limit's rate, never bunched; and no second (any window of
+BURST_S) holds more than one second's worth, so a server that counts by the second is never
+surprised either (a request larger than that goes alone).
+
+Where the limits come from, per kind (requests, tokens, input tokens, output tokens):
+- `provider.rpm` / `provider.tpm`, when set;
+- the rate-limit headers of every reply (giant.llm.ratelimit_headers: OpenAI's `x-ratelimit-*`,
+  Anthropic's `anthropic-ratelimit-*`, and whatever of these an OpenAI-compatible server sends).
+  When a setting and a header disagree the lower limit wins: the server's number cannot be exceeded
+  and a lower setting is the user's choice. `remaining` below one second's worth moves the bucket's
+  debt to what the server says is left.
+While no limit is known (no setting, no header yet) the pacer starts slowly: one request alone,
+then one more in flight for each reply (a lane waits at most PROBE_WAIT_S for room), so a run
+against unknown limits learns them before its lanes start at once; the first limit known, from a
+header or a 429's quota details (Gemini's QuotaFailure), ends the slow start. A 429 that names no
+limit halves the requests in flight instead.
+
+A 429 (`throttled`) pauses every lane until the reset the server named (Retry-After, Gemini's
+RetryInfo, the exhausted bucket's reset header) or, when it names none, a backoff that doubles with
+each 429 in a row. The clock and the sleep are injected, so the tests drive it without waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+import weakref
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from giant.llm.ratelimit_headers import read_limits
+
+Kind = Literal["requests", "tokens", "input_tokens", "output_tokens"]
+KINDS: tuple[Kind, ...] = ("requests", "tokens", "input_tokens", "output_tokens")
+
+BURST_S = 1.0  # a bucket holds at most this many seconds of its limit: a second's worth, never a minute's
+SAFETY = 0.95  # pace a little under the limit, so the network's jitter does not bunch two requests
+PROBE_WAIT_S = 30.0  # the longest the other lanes wait for the first reply's headers
+BACKOFF_FIRST_S = 1.0  # a 429 that names no reset pauses 1 s, then 2, 4, ... up to BACKOFF_MAX_S
+BACKOFF_MAX_S = 60.0
+# A 429 while the limit is known means the requests reached the server closer together than they
+# left (the network's and the machine's jitter): the pacer leaves more room, 3% a 429, down to 80% of
+# the limit, and takes it back slowly, 0.1% an answer, up to SAFETY.
+HEADROOM_CUT = 0.97
+HEADROOM_MIN = 0.80
+HEADROOM_STEP = 0.001
+
+
+@dataclass
+class Bucket:
+    """One limit: `setting` (per minute, from the config) and `server` (per minute, from the headers);
+    `tat` is when the bucket is full again (its debt is `tat - now` seconds)."""
+
+    setting: float | None = None
+    server: float | None = None
+    tat: float = 0.0
+    booked: deque[tuple[float, float]] = field(default_factory=deque)  # (start, units) of the last second
+    headroom: float = SAFETY  # the share of the limit paced at (less after 429s, see HEADROOM_CUT)
+
+    @property
+    def per_minute(self) -> float | None:
+        """The limit in force: the lower of the setting and the server's."""
+        known = [v for v in (self.setting, self.server) if v]
+        return min(known) if known else None
+
+    @property
+    def rate(self) -> float | None:
+        per_minute = self.per_minute
+        return per_minute / 60.0 * self.headroom if per_minute else None
+
+    def start(self, units: float, now: float) -> float:
+        """When `units` may go: when the debt after them is within one second (a request larger
+        than a second's worth goes alone, once the bucket is full)."""
+        rate = self.rate
+        if rate is None or units <= 0:
+            return now
+        cost = units / rate
+        start = max(now, self.tat - max(0.0, BURST_S - cost))
+        while self.booked and self.booked[0][0] <= now - BURST_S:
+            self.booked.popleft()
+        capacity = (self.per_minute or 0.0) / 60.0 * BURST_S  # the server's own second, not SAFETY's
+        in_window = [(at, n) for at, n in self.booked if at > start - BURST_S]
+        total = sum(n for _, n in in_window)
+        for at, n in in_window:  # the oldest leave the window until this request fits
+            if total + units <= capacity or (not total and units > capacity):
+                break
+            start = max(start, at + BURST_S)
+            total -= n
+        return start
+
+    def debit(self, units: float, at: float) -> None:
+        rate = self.rate
+        if rate is not None and units:
+            self.tat = max(self.tat, at) + units / rate
+            self.booked.append((at, units))
+
+    def credit(self, units: float) -> None:
+        """Units debited but not used (an estimate corrected by the reply); never below empty."""
+        rate = self.rate
+        if rate is not None and units:
+            self.tat -= units / rate
+
+    def restart(self, at: float) -> None:
+        """After a 429's pause: the booked turns dropped, the bucket holding one unit at `at`."""
+        rate = self.rate
+        self.booked.clear()
+        if rate is not None:
+            self.tat = at + max(0.0, BURST_S - 1.0 / rate)
+
+    def left(self, remaining: float, now: float) -> None:
+        """The server says `remaining` units are left now: a debt of at least what that means."""
+        rate = self.rate
+        if rate is None:
+            return
+        capacity = rate * BURST_S
+        if remaining < capacity:
+            self.tat = max(self.tat, now + (capacity - max(0.0, remaining)) / rate)
+
+
+@dataclass
+class PacerStats:
+    """What the pacer saw over a run: the job records it (giant.record.summary.Pacing)."""
+
+    requests: int = 0  # sent, 429s included
+    throttled: int = 0  # answered 429 (rate limit)
+    paused_s: float = 0.0  # seconds every lane was held by 429 pauses (their union)
+    tokens: int = 0  # input + output tokens of the answered requests, as the replies counted them
+    answered: int = 0  # requests answered (a reply the runtime could count)
+    latency_s: float = 0.0  # their latencies, summed (the pacer's waits excluded)
+    used: dict[str, float] = field(default_factory=dict)  # units by kind, as the replies counted them
+
+
+class Pacer:
+    """Shared by every lane that calls one provider and model (`pacer_for`)."""
+
+    def __init__(
+        self,
+        *,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        probe: bool = True,
+    ) -> None:
+        self.buckets: dict[Kind, Bucket] = {kind: Bucket() for kind in KINDS}
+        self.buckets["requests"].setting = rpm
+        self.buckets["tokens"].setting = tpm
+        self.clock = clock
+        self.sleep = sleep
+        self.stats = PacerStats()
+        self.paused_until = 0.0
+        self._streak = 0  # 429s in a row, for the backoff when the server names no reset
+        self._epoch = 0  # bumped by each 429: the lanes waiting book their turns again
+        self._hint: float | None = None  # the reset a 429's headers named, in seconds from then
+        # Requests allowed in flight while the limits are unknown (slow start); inf once one is known.
+        self._window = 1.0 if probe and not (rpm or tpm) else math.inf
+        self._in_flight = 0
+        self._room: asyncio.Condition | None = None
+        self._wakers: set[asyncio.Future[None]] = set()  # notifications in flight, kept from the GC
+
+    # ----------------------------------------------------------------------------- scheduling
+
+    def reserve(self, cost: Mapping[Kind, float], now: float) -> float:
+        """Book one request of `cost` units per kind; the time it may be sent (>= now). Synchronous,
+        so concurrent lanes book one after another and are spaced, never bunched."""
+        start = max(now, self.paused_until)
+        units = {"requests": 1.0, **cost}
+        for kind, bucket in self.buckets.items():
+            start = max(start, bucket.start(units.get(kind, 0.0), start))
+        for kind, bucket in self.buckets.items():
+            bucket.debit(units.get(kind, 0.0), start)
+        return start
+
+    async def acquire(self, cost: Mapping[Kind, float]) -> None:
+        """Wait for this request's turn (and for any pause a 429 started meanwhile). Every acquire is
+        followed by one `finished` when its reply (or failure) is in."""
+        await self._enter()
+        epoch = self._epoch
+        start = self.reserve(cost, self.clock())
+        while True:
+            now = self.clock()
+            if epoch != self._epoch:  # a 429 restarted the schedule: book again behind its pause
+                epoch, start = self._epoch, self.reserve(cost, now)
+            wait = max(start, self.paused_until) - now
+            if wait <= 0:
+                break
+            await self.sleep(wait)
+        self.stats.requests += 1
+
+    async def _enter(self) -> None:
+        if self._in_flight >= self._window:
+            if self._room is None:
+                self._room = asyncio.Condition()
+            async with self._room:
+                try:
+                    await asyncio.wait_for(
+                        self._room.wait_for(lambda: self._in_flight < self._window), PROBE_WAIT_S
+                    )
+                except TimeoutError:
+                    self.known()  # the first replies are slow; stop holding lanes back for them
+        self._in_flight += 1
+
+    def finished(self, ok: bool) -> None:
+        """A request's reply (or failure) is in: while the limits are unknown an answer makes room
+        for one more request in flight."""
+        self._in_flight = max(0, self._in_flight - 1)
+        if ok and math.isfinite(self._window):
+            self._window += 1
+        self._wake()
+
+    def known(self) -> None:
+        """A limit is known: the pacer spaces every lane by it, no slow start any more."""
+        self._window = math.inf
+        self._wake()
+
+    def _wake(self) -> None:
+        room = self._room
+        if room is not None:
+
+            async def notify() -> None:
+                async with room:
+                    room.notify_all()
+
+            task = asyncio.ensure_future(notify())
+            self._wakers.add(task)
+            task.add_done_callback(self._wakers.discard)
+
+    # ----------------------------------------------------------------------------- what servers say
+
+    def observe(self, status: int, headers: Mapping[str, str]) -> None:
+        """A reply's headers, read as it arrives (every reply, 429s too)."""
+        now = self.clock()
+        limits = read_limits(headers, wall_now=time.time())
+        self._apply(limits.limit, now)
+        for kind, remaining in limits.remaining.items():
+            self.buckets[kind].left(remaining, now)  # type: ignore[index]
+        if status == 429:
+            self._hint = limits.reset_of_exhausted()
+        elif status < 400:
+            self._streak = 0
+
+    def _apply(self, per_minute: Mapping[str, float], now: float) -> None:
+        if per_minute:
+            self.known()
+        for kind, limit in per_minute.items():
+            bucket = self.buckets[kind]  # type: ignore[index]
+            if bucket.server != limit:
+                bucket.server = limit
+                bucket.tat = max(bucket.tat, now)  # a new rate starts from here, not from an old debt
+
+    def throttled(self, asked_s: float | None, limits: Mapping[str, float] | None = None) -> float:
+        """A 429: every lane pauses until the reset the server named, else a doubling backoff.
+        `limits` are per-minute limits the 429 named (Gemini's QuotaFailure); a 429 that names none
+        while the limits are unknown halves the requests in flight. The pause's length is returned."""
+        self.stats.throttled += 1
+        if limits:
+            self._apply(limits, self.clock())
+        elif math.isfinite(self._window):
+            self._window = max(1.0, self._window / 2)
+        for bucket in self.buckets.values():
+            if bucket.per_minute:
+                bucket.headroom = max(HEADROOM_MIN, bucket.headroom * HEADROOM_CUT)
+        self._streak += 1
+        named = asked_s if asked_s is not None else self._hint
+        self._hint = None
+        pause = named if named is not None else min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** (self._streak - 1))
+        pause = max(pause, 1.0 / (self.buckets["requests"].rate or float("inf")), 0.05)
+        now = self.clock()
+        until = now + pause
+        if until > self.paused_until:
+            self.stats.paused_s += until - max(now, self.paused_until)
+            self.paused_until = until
+            # The turns booked before the 429 would all fall due at its end, at once: every lane books
+            # again, one unit free at the pause's end and the rest spaced at the limit's rate.
+            for bucket in self.buckets.values():
+                bucket.restart(until)
+            self._epoch += 1
+        return pause
+
+    def corrected(self, estimate: Mapping[Kind, float], actual: Mapping[Kind, float]) -> None:
+        """The reply's counts: what the estimate over-debited is credited back, what it missed is
+        debited now."""
+        now = self.clock()
+        for kind, used in actual.items():
+            difference = used - estimate.get(kind, 0.0)
+            bucket = self.buckets[kind]
+            if difference > 0:
+                bucket.debit(difference, now)
+            else:
+                bucket.credit(-difference)
+        self.stats.tokens += int(actual.get("tokens", 0.0))
+        for kind, used in actual.items():
+            self.stats.used[kind] = self.stats.used.get(kind, 0.0) + used
+
+    def answered(self, latency_s: float) -> None:
+        self.stats.answered += 1
+        self.stats.latency_s += latency_s
+        for bucket in self.buckets.values():
+            bucket.headroom = min(SAFETY, bucket.headroom + HEADROOM_STEP)
+
+    def limits(self) -> dict[str, float]:
+        """The per-minute limits in force, by kind (those known)."""
+        return {kind: b.per_minute for kind, b in self.buckets.items() if b.per_minute}
+
+
+def no_wait_clock() -> tuple[Callable[[], float], Callable[[float], Awaitable[None]]]:
+    """A clock whose sleep advances it at once, for the tests: the pacer's waits without waiting."""
+    now = [0.0]
+
+    def clock() -> float:
+        return now[0]
+
+    async def sleep(seconds: float) -> None:
+        now[0] += max(0.0, seconds)
+
+    return clock, sleep
+
+
+_PACERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], Pacer]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def pacer_for(provider: str, model: str, *, rpm: float | None, tpm: float | None) -> Pacer:
+    """The one pacer of this provider and model in the running event loop (each asyncio.run, so each
+    job, starts its own); a later caller's settings lower the limits, never raise them."""
+    pacers = _PACERS.setdefault(asyncio.get_running_loop(), {})
+    pacer = pacers.get((provider, model))
+    if pacer is None:
+        pacer = pacers[(provider, model)] = Pacer(rpm=rpm, tpm=tpm)
+        return pacer
+    for kind, value in (("requests", rpm), ("tokens", tpm)):
+        bucket = pacer.buckets[kind]  # type: ignore[index]
+        if value and (bucket.setting is None or value < bucket.setting):
+            bucket.setting = value
+    return pacer
