@@ -1,7 +1,8 @@
-"""One Hydra job, end to end: settings -> items -> provider -> runner -> MLflow.
+"""One job, end to end: settings -> items -> provider -> runner -> MLflow.
 
-scripts/run_eval.py only hands the composed config here; everything a job does lives in this module
-so it can be read top to bottom and tested without the CLI.
+scripts/run_eval.py (giant.cli) and giant.evaluate only hand the composed config and the job's context
+(giant.context) here; everything a job does lives in this module so it can be read top to bottom and
+tested without the CLI.
 """
 
 from __future__ import annotations
@@ -12,12 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hydra.conf import HydraConf
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from giant.config import RunSettings
+from giant.context import JobContext
 from giant.core import Item
 from giant.data.defects import Defect
 from giant.errors import EXIT_INCOMPLETE, EXIT_SETUP, ConfigError, RunStopped
@@ -143,17 +142,17 @@ def select_items(items: Sequence[Item], *, limit: int | None, item_ids: Sequence
     return chosen[:limit] if limit is not None else chosen
 
 
-def run_job(cfg: DictConfig) -> float | None:
-    """Run one job in Hydra's job directory; returns the main metric (None for a dry run). With
+def run_job(cfg: DictConfig, context: JobContext) -> Summary | None:
+    """Run one job in `context.output_dir`; returns its summary (None for a dry run). With
     `server=...` the job first starts its own model server and stops it when it ends."""
     server = _server(cfg)
     settings = RunSettings.from_config(cfg)  # checked whole before a server starts
     if server is None or settings.run.dry_run:
-        return _run(settings)
+        return _run(settings, context)
     from giant.llm.serve import served
 
-    with served(server, settings.provider.model, Path(HydraConfig.get().runtime.output_dir)):
-        return _run(settings)
+    with served(server, settings.provider.model, context.output_dir):
+        return _run(settings, context)
 
 
 def _server(cfg: DictConfig) -> ServerSettings | None:
@@ -172,7 +171,7 @@ def _server(cfg: DictConfig) -> ServerSettings | None:
     return server
 
 
-def _run(settings: RunSettings) -> float | None:
+def _run(settings: RunSettings, context: JobContext) -> Summary | None:
     if not settings.run.dry_run:  # a dry run calls no provider: no key needed to estimate cost
         from giant.llm.factory import check_credentials
 
@@ -181,8 +180,7 @@ def _run(settings: RunSettings) -> float | None:
 
         # the weights load once, or one line says why not
         tools = load_tools(settings.enabled_tools(), settings.tools)
-    hydra_cfg = HydraConfig.get()
-    out_dir = Path(hydra_cfg.runtime.output_dir)
+    out_dir = context.output_dir
     data = load_data(settings)
     if settings.run.dry_run:
         _dry_run(settings, data, out_dir)
@@ -217,7 +215,7 @@ def _run(settings: RunSettings) -> float | None:
     if left_to_run(resume_from, slots, retry_failed=settings.run.retry_failed):  # else nothing is sent
         check_server(settings.provider, settings.agent, provider)  # a self-hosted server, asked first
 
-    job = _start_tracking(settings, data, hydra_cfg, previous.mlflow_run_id if previous else None)
+    job = _start_tracking(settings, data, context, previous.mlflow_run_id if previous else None)
     index.record(key, out_dir, job.run_id if job else None)
     if resume_from is not None:
         print(f"resuming run key {key} from {resume_from}")
@@ -266,7 +264,7 @@ def _run(settings: RunSettings) -> float | None:
         raise RunStopped(f"{summary.setup_failure}{_provider_hint(settings, summary)}", EXIT_SETUP)
     if not summary.complete:
         raise RunStopped(f"incomplete: {summary.incomplete_reason}", EXIT_INCOMPLETE)
-    return summary.metric.point
+    return summary
 
 
 def _with_digests(summary: Summary, data: JobData, out_dir: Path) -> Summary:
@@ -377,14 +375,14 @@ def _dry_run(settings: RunSettings, data: JobData, out_dir: Path) -> None:
 
 
 def _start_tracking(
-    settings: RunSettings, data: JobData, hydra_cfg: HydraConf, resume_run_id: str | None
+    settings: RunSettings, data: JobData, context: JobContext, resume_run_id: str | None
 ) -> JobRun | None:
     if not settings.tracking.enabled:
         return None
     from giant.eval.provenance import git_commit
     from giant.tracking.mlflow_logger import JobRun, SweepInfo, job_tags
 
-    sweep = SweepInfo.read(Path(hydra_cfg.sweep.dir)) if hydra_cfg.mode == RunMode.MULTIRUN else None
+    sweep = SweepInfo.read(context.sweep_dir) if context.sweep_dir is not None else None
     tags = job_tags(
         settings,
         data.items,
@@ -393,8 +391,8 @@ def _start_tracking(
         sweep_id=sweep.parent_run_id if sweep else "",
         digests=data.digests,
     )
-    tags[OVERRIDES_TAG] = " ".join(hydra_cfg.overrides.task)[:5000]
-    tags[OUTPUT_DIR_TAG] = str(hydra_cfg.runtime.output_dir)
+    tags[OVERRIDES_TAG] = " ".join(context.overrides)[:5000]
+    tags[OUTPUT_DIR_TAG] = str(context.output_dir)
     job = JobRun.start(settings, tags=tags, sweep=sweep, resume_run_id=resume_run_id)
     if data.digests is not None:
         job.log_dataset(data.digests)

@@ -1,4 +1,4 @@
-"""A job's folder records the job (giant.joblog): every line it prints, the summary line, the resume
+"""A job's folder records the job (giant.cli.joblog): every line it prints, the summary line, the resume
 line and a one-line error included, is also in its `run_eval.log`; a line redrawn in place (the
 progress bar) is kept in its last state only."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from giant.cli.joblog import Tee
 from giant.data.demo import build_demo
-from giant.joblog import Tee
 from tests.cli.test_run_eval import SECRET, Env
 
 
