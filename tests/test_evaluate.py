@@ -67,7 +67,9 @@ def test_evaluate_gives_what_the_command_line_gives(tmp_path: Path) -> None:
     assert _result(read_summary(tmp_path / "cli")) == _result(summary)
 
     client = MlflowClient(f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}")
-    runs = {Path(run.data.tags[OUTPUT_DIR_TAG]).name: run for run in client.search_runs(["1"])}
+    experiment = client.get_experiment_by_name("giant")
+    assert experiment is not None
+    runs = {Path(r.data.tags[OUTPUT_DIR_TAG]).name: r for r in client.search_runs([experiment.experiment_id])}
     assert set(runs) == {"library", "cli"}
     library, cli = runs["library"], runs["cli"]
     assert library.data.params == cli.data.params
