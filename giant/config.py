@@ -21,11 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from giant.agent.modes import MODES, AgentConfig
 from giant.agent.wording import prompts_digest
 from giant.confdir import CONF_DIR, PROJECT_ROOT
+from giant.data.file_kind import not_a_file
 from giant.errors import ConfigError
 from giant.eval.annotation_settings import AnnotationSettings
 from giant.eval.run_options import RunOptions
 from giant.llm.config import PROVIDER_NAMES, ProviderConfig
 from giant.roles import RECORD_CONTEXT, Data, Operational, Role, hashed_part, role_of, roles
+from giant.secrets import KEY_VARIABLE_HINT, looks_like_key, redact_data
 from giant.tools.settings import ToolSettings
 
 # The config groups a user picks on the command line (`provider=anthropic`); checked up front so an
@@ -149,6 +151,11 @@ class TrackingSettings(_Strict):
     max_param_length: int = Field(
         ge=16, le=6000, description="Longer param values are truncated (the full config is an artifact)."
     )
+    finish_timeout_s: float = Field(
+        gt=0,
+        description="The longest wait, in seconds, for the tracking server to take a finished job's "
+        "metrics and files; then one line says the results are on disk and a rerun logs them (exit 6).",
+    )
 
     @model_validator(mode="after")
     def _absolute_sqlite(self) -> TrackingSettings:
@@ -177,6 +184,7 @@ class RunSettings(_Strict):
         }
         sections["run"] = {key: value for key, value in data.items() if key in run_keys}
         provider = data.get("provider") or {}
+        check_key_variable(provider.get("api_key_env"))
         if data.get("server") and (name := provider.get("name")) != "openai_compatible":
             raise ConfigError(
                 f"server= starts a model server for provider=openai_compatible, not provider={name}; "
@@ -199,8 +207,8 @@ class RunSettings(_Strict):
                 raise ConfigError(f"{name}={path}: file not found; pass an existing CSV file")
         if ds.source == "custom" and ds.path is None:
             raise ConfigError("dataset=custom reads your task file: pass dataset.path=FILE (CSV or JSONL)")
-        if ds.source == "custom" and ds.path is not None and not ds.path.is_file():
-            raise ConfigError(f"dataset.path={ds.path}: file not found; pass your task file (CSV or JSONL)")
+        if ds.source == "custom" and ds.path is not None and (kind := not_a_file(ds.path)) is not None:
+            raise ConfigError(f"dataset.path={ds.path}: {kind}; pass your task file (CSV or JSONL)")
         if ds.source != "custom" and ds.path is not None:
             raise ConfigError(
                 f"dataset.path is read by dataset=custom only, not dataset={ds.name}; add dataset=custom"
@@ -225,8 +233,11 @@ class RunSettings(_Strict):
     def record(self) -> dict[str, Any]:
         """The validated settings as JSON data laid out like conf/config.yaml (run options at the top
         level, so each dotted key is its command-line override). The one record of a job's config:
-        resolved_config.json and the MLflow params are both written from it."""
-        data = self._without_idle_tools(self.model_dump(mode="json", context=RECORD_CONTEXT))
+        resolved_config.json and the MLflow params are both written from it. Credentials in a URL
+        (`user:pass@`, `?api-key=`) are *** here; the settings themselves keep them for the requests."""
+        dumped = self._without_idle_tools(self.model_dump(mode="json", context=RECORD_CONTEXT))
+        data = redact_data(dumped)  # credentials in a URL setting (provider.base_url) never leave the process
+        assert isinstance(data, dict)
         return {**data.pop("run"), **data}
 
     def enabled_tools(self) -> list[str]:
@@ -284,6 +295,13 @@ def compared_settings(flat: dict[str, str]) -> dict[str, str]:
     return {
         key: value for key, value in flat.items() if (found := role_of(key, table)) is None or found.compared
     }
+
+
+def check_key_variable(value: object) -> None:
+    """`provider.api_key_env` names the variable that holds the key: a key pasted there instead is
+    refused with one line that never shows it (giant.secrets.looks_like_key)."""
+    if isinstance(value, str) and value and looks_like_key(value):
+        raise ConfigError(KEY_VARIABLE_HINT)
 
 
 # Where the values of a section live in conf/.

@@ -117,6 +117,8 @@ SetupCause = Literal[
     "flex_capacity",  # OpenAI flex processing out of capacity (its own 429): wait, or fall back to standard
     "flex_unsupported",  # the model does not take provider.service_tier=flex (a 400)
     "image_limit",  # the server takes fewer images per prompt than the agent sends (vLLM's 400)
+    "timeout",  # the item timeout cut a call the server had not answered (a hung server)
+    "bug",  # an exception nothing classified (giant's bug, or an SDK's): its traceback is in errors.log
 ]
 
 # The causes worth asking again after a pause (giant.llm.retry); the others fail the same way each time.

@@ -19,7 +19,7 @@ from giant.config import RunSettings
 from giant.context import JobContext
 from giant.core import Item
 from giant.data.defects import Defect
-from giant.errors import EXIT_INCOMPLETE, EXIT_SETUP, ConfigError, RunStopped
+from giant.errors import EXIT_INCOMPLETE, EXIT_SETUP, EXIT_UNTRACKED, ConfigError, RunStopped
 from giant.record import OVERVIEWS_DIR, TRAJECTORIES_DIR, JobLayout, write_resolved_config
 from giant.record.layout import CONFIG_ARTIFACTS
 from giant.record.summary import Summary
@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # imported where used: a dry run never loads MLflow
     from giant.data.digest import DatasetDigests
     from giant.data.slides import Located
     from giant.eval.annotation_settings import AnnotationSettings
+    from giant.interrupt import StopRequest
     from giant.llm.serve import ServerSettings
     from giant.record.trajectory import Trajectory
     from giant.tracking.mlflow_logger import JobRun
@@ -197,6 +198,10 @@ def _run(settings: RunSettings, context: JobContext) -> Summary | None:
     from giant.llm.pricing import Pricing
 
     located = check_slides(data, settings)  # before any MLflow run or provider call
+    from giant.data.slides import SlideLocation
+    from giant.eval.geometry import check_geometry
+
+    check_geometry(settings.agent, (loc.path for loc in located.values() if isinstance(loc, SlideLocation)))
     annotations = Annotations.of(data.annotations)  # a wrong folder is said before anything starts
     # Only the SDK providers pay for calls, so only they keep them (and the trajectories link its images).
     paid = isinstance(settings.provider, SdkSettings)
@@ -257,14 +262,23 @@ def _run(settings: RunSettings, context: JobContext) -> Summary | None:
         outputs = write_outputs(
             settings, summary, layout, run_id=job.run_id if job else None, annotations=data.annotations
         )
+        untracked = None
         if job is not None:
-            finish_tracking(job, settings, summary, layout, outputs)
+            untracked = _finish_tracking_within(job, settings, summary, layout, outputs, stop)
     _report(settings, summary, out_dir, job.run_id if job else None)
+    _end(settings, summary, untracked)
+    return summary
+
+
+def _end(settings: RunSettings, summary: Summary, untracked: str | None) -> None:
+    """A job that did not end complete and logged raises its one line and exit code."""
     if summary.setup_failure:
         raise RunStopped(f"{summary.setup_failure}{_provider_hint(settings, summary)}", EXIT_SETUP)
     if not summary.complete:
-        raise RunStopped(f"incomplete: {summary.incomplete_reason}", EXIT_INCOMPLETE)
-    return summary
+        also = f"; {untracked}" if untracked else ""
+        raise RunStopped(f"incomplete: {summary.incomplete_reason}{also}", EXIT_INCOMPLETE)
+    if untracked:
+        raise RunStopped(untracked, EXIT_UNTRACKED)
 
 
 def _with_digests(summary: Summary, data: JobData, out_dir: Path) -> Summary:
@@ -325,7 +339,7 @@ def check_slides(data: JobData, settings: RunSettings) -> dict[str, Located]:
         then = (
             "they are skipped (skip_missing=true)"
             if settings.run.skip_missing
-            else "their items count as failures and the run is marked incomplete; pass skip_missing=true "
+            else "their item-runs are unmeasured and the run is marked incomplete; pass skip_missing=true "
             "to drop them, or add the slides and rerun"
         )
         log.warning(
@@ -466,6 +480,44 @@ def finish_tracking(
     job.finish("FAILED" if summary.setup_failure else "FINISHED")  # a halted run is never FINISHED
 
 
+def _finish_tracking_within(
+    job: JobRun,
+    settings: RunSettings,
+    summary: Summary,
+    layout: JobLayout,
+    outputs: dict[str, Path],
+    stop: StopRequest,
+) -> str | None:
+    """finish_tracking, waiting at most tracking.finish_timeout_s for a server that stopped answering
+    (giant.tracking.deadline): None once MLflow has the job, else the line that says where the results
+    are and how to log them. Ctrl-C and SIGTERM end the wait at once; the run is then left to the rerun,
+    which reattaches it (RUNNING, as the server last saw it)."""
+    from giant.interrupt import Interrupted
+    from giant.secrets import redact_urls
+    from giant.tracking.deadline import TrackingUnreachable, server_probe, within
+
+    tracking = settings.tracking
+    try:
+        within(
+            tracking.finish_timeout_s,
+            lambda: finish_tracking(job, settings, summary, layout, outputs),
+            answers=server_probe(tracking.uri),
+            stop=stop,
+        )
+    except TrackingUnreachable as exc:
+        job.abandoned = True  # tracked() must not wait on the server again to close the run
+        return (
+            f"MLflow at {redact_urls(tracking.uri)} {exc} when the job ended "
+            f"(tracking.finish_timeout_s={tracking.finish_timeout_s:g}): the job's records are in "
+            f"{layout.out_dir} but not in MLflow; rerun the same command once the server answers to log "
+            "them (no item is run again)"
+        )
+    except (KeyboardInterrupt, Interrupted):
+        job.abandoned = True  # the worker may still be inside a call to the server
+        raise
+    return None
+
+
 def _write_run_report(
     layout: JobLayout,
     outlines: Callable[[Trajectory], Outlines] | None = None,
@@ -483,7 +535,8 @@ def _write_run_report(
 
 
 def _report(settings: RunSettings, summary: Summary, out_dir: Path, run_id: str | None) -> None:
-    """The summary line. A halted run states no score: it measured the setup, not the model."""
+    """The summary line. A halted run, or one with unmeasured item-runs, states no score: its metric
+    would count failures outside the model as the model's."""
     where = f"; MLflow run {run_id}" if run_id else ""
     cost = summary.totals.cost_usd
     dollars = "unknown" if cost is None else f"${cost:.4f}"
@@ -493,6 +546,12 @@ def _report(settings: RunSettings, summary: Summary, out_dir: Path, run_id: str 
         print(f"{head} STOPPED, no score ({dollars} spent) -> {out_dir}{where}")
         return
     missing = f", {summary.n_slides_missing} slides missing" if summary.n_slides_missing else ""
+    if summary.n_unmeasured:  # a score would count the unmeasured item-runs as the model's failures
+        print(
+            f"{head} INCOMPLETE, no score: {summary.n_unmeasured} item-runs unmeasured (n={summary.n_items}"
+            f"{missing}, {dollars}) -> {out_dir}{where}"
+        )
+        return
     done = "" if summary.complete else " INCOMPLETE"
     print(
         f"{head} {summary.metric_name} {summary.metric.point:.3f} ± {summary.metric.std:.3f} "

@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"make_tables: cannot search runs: {str(err).splitlines()[0]}", file=sys.stderr)
         return 1
     report = write_report(records, args.out, published=args.published)
-    for line in report.table.version_warnings:
+    for line in [*report.table.version_warnings, *report.table.left_out]:
         print(f"make_tables: {line}", file=sys.stderr)
     print(TABLE_HEADING)
     print(to_markdown(report.table))

@@ -6,7 +6,8 @@ python scripts/run_eval.py -m dataset=tcga,panda agent.max_steps=5,10,20
 python scripts/run_eval.py --cfg job                         # print the composed config
 
 Exit codes (giant/errors.py): 0 complete, 2 bad config, 3 stopped mid-run, 4 item-runs left
-unmeasured, 130 Ctrl-C, 143 SIGTERM. A sweep's job that ends with 2, 3 or 4 records its outcome and
+unmeasured, 6 complete on disk but not taken by the MLflow server (a rerun logs it), 130 Ctrl-C,
+143 SIGTERM. A sweep's job that ends with 2, 3 or 4 records its outcome and
 the sweep goes on; the sweep then exits with the highest code of its jobs (giant/cli/outcomes.py).
 The job's ending and the process's checks and signal guard are giant/cli/run.py's.
 """

@@ -25,6 +25,7 @@ from giant.agent.context import Context
 from giant.agent.episode_state import EpisodeEnd, EpisodeState, RetryCounter, task_answer
 from giant.agent.images import Rendered, render_region, render_thumbnail
 from giant.agent.loop import image_part, overview
+from giant.agent.patch_geometry import level0_side
 from giant.core import Box
 from giant.llm.types import AnswerAction, ImagePart, Part, TextPart
 from giant.record.trajectory import PatchesPlaced, Region
@@ -33,9 +34,6 @@ from giant.wsi.magnification import shown_mpp
 from giant.wsi.slide import Slide
 from giant.wsi.tissue import TissueMask, place_distinct, sample_boxes
 
-# A patch at patch_mpp may be read from a slide up to this much finer than the setting (GTEx's 0.4942
-# um/px serves patch_mpp=0.5); a coarser slide would need upscaling, which patches never get.
-MPP_TOLERANCE = 0.05
 PATCH_MAP_SIDE = 1000  # the trajectory page's thumbnail under the patch boxes (never sent)
 
 # Each mode (giant/agent/modes/) calls its runner here, and this module imports no mode, not even for
@@ -154,27 +152,11 @@ async def run_patch(ep: ModeEpisode) -> None:
 
 
 def _patch_side(ep: ModeEpisode) -> int:
-    """A patch's side in level-0 pixels: patch_size at level 0, else what spans patch_size pixels at
-    patch_mpp on this slide (read at the best level and resampled, as crops are)."""
-    cfg = ep.cfg
-    if cfg.patch_mpp is None:
-        return cfg.patch_size
-    slide_mpp = ep.slide.mpp_x
-    if slide_mpp is None:
-        raise EpisodeEnd(
-            "slide_error",
-            f"{ep.slide.path}: the slide records no microns per pixel (openslide.mpp-x), so agent.patch_mpp="
-            f"{cfg.patch_mpp:g} cannot be read from it; "
-            "set agent.patch_mpp=null (level 0) or leave the slide out",
-        )
-    if cfg.patch_mpp < slide_mpp * (1 - MPP_TOLERANCE):
-        raise EpisodeEnd(
-            "slide_error",
-            f"{ep.slide.path}: level 0 is {slide_mpp:.3g} µm/px, coarser than agent.patch_mpp="
-            f"{cfg.patch_mpp:g}, and patches are never upscaled; "
-            f"set agent.patch_mpp >= {slide_mpp:.3g} or null",
-        )
-    return max(cfg.patch_size, round(cfg.patch_size * cfg.patch_mpp / slide_mpp))
+    """A patch's side in level-0 pixels on this slide (giant.agent.modes.patch.level0_side)."""
+    try:
+        return level0_side(ep.cfg.patch_size, ep.cfg.patch_mpp, ep.slide.mpp_x)
+    except ValueError as exc:
+        raise EpisodeEnd("slide_error", f"{ep.slide.path}: {exc}") from None
 
 
 async def _place_distinct(ep: EpisodeState[Any], n: int, side: int, min_tissue: float) -> list[Box]:

@@ -17,7 +17,7 @@ from typing import Any
 from giant.agent.config import BaseAgentConfig
 from giant.agent.episode_state import EpisodeEnd, EpisodeState, compute_totals
 from giant.agent.images import ImageStore
-from giant.agent.limits import Limits, SharedLimits
+from giant.agent.limits import LimitExceeded, Limits, SharedLimits
 from giant.agent.modes import mode_of
 from giant.core import Item
 from giant.llm.ledger import Ledger
@@ -28,6 +28,17 @@ from giant.record.trajectory import Trajectory
 from giant.tools import Tool
 from giant.wsi import SlideError, SlideMissing
 from giant.wsi.slide import shared_slide
+
+
+class EpisodeCrashed(Exception):
+    """An episode ended by an exception nothing classified (a bug in giant, a tool or an SDK): the
+    trajectory up to it (its calls, paid ones included, written beside its images) travels with the
+    error, so the runner records what was paid and the traceback, and counts the item-run unmeasured."""
+
+    def __init__(self, trajectory: Trajectory, error: Exception) -> None:
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.trajectory = trajectory
+        self.error = error
 
 
 async def run_episode(  # noqa: PLR0913  the episode's inputs, each from a different owner (item, slide, provider, tools, limits)
@@ -96,21 +107,40 @@ async def run_episode(  # noqa: PLR0913  the episode's inputs, each from a diffe
         traj.status, traj.reason = "slide_missing", str(exc)
     except SlideError as exc:
         traj.status, traj.reason = "slide_error", str(exc)
-    except TimeoutError:
+    except TimeoutError as exc:
         if not deadline.expired():
-            raise
+            raise _crashed(traj, ep, started, out_dir, exc) from exc
         why = f"item timeout of {cfg.item_timeout_s:g} s reached"
         if ep is not None:
             ep.record_interrupted(why)
         traj.status, traj.reason = "timeout", f"{why}; the partial trajectory is kept"
+    except LimitExceeded:  # the run's stop or halt: the item is not over
+        raise
+    except Exception as exc:
+        raise _crashed(traj, ep, started, out_dir, exc) from exc
+    _close(traj, ep, started)
+    if thresholds is not None:
+        traj.navigation = navigation(traj, ep.tissue if ep else None, thresholds)
+    if out_dir is not None:
+        write_trajectory(out_dir, traj)
+    return traj
+
+
+def _close(traj: Trajectory, ep: EpisodeState[Any] | None, started: float) -> None:
     traj.totals = compute_totals(
         traj,
         steps=ep.steps if ep else 0,
         crops=ep.crops if ep else 0,
         seconds=time.monotonic() - started,
     )
-    if thresholds is not None:
-        traj.navigation = navigation(traj, ep.tissue if ep else None, thresholds)
+
+
+def _crashed(
+    traj: Trajectory, ep: EpisodeState[Any] | None, started: float, out_dir: Path | None, error: Exception
+) -> EpisodeCrashed:
+    """The episode as far as it went (written, with its totals), carried by the error that ended it."""
+    traj.reason = f"{type(error).__name__}: {error}"
+    _close(traj, ep, started)
     if out_dir is not None:
         write_trajectory(out_dir, traj)
-    return traj
+    return EpisodeCrashed(traj, error)

@@ -29,6 +29,7 @@ from giant.llm.types import (
     SentRequests,
     TokenCounts,
     Usage,
+    paid_usage,
 )
 from giant.record.trajectory import Call, Region, Trajectory, TrajectoryTotals, error_kind
 from giant.tools import Tool
@@ -128,7 +129,8 @@ class EpisodeState(Generic[C]):
         return Box(x=0, y=0, w=self.slide.width, h=self.slide.height)
 
     def spent_usd(self) -> float:
-        return sum(call.usage.cost_usd or 0.0 for call in self.traj.calls)
+        """The item's spend so far: its provider calls, and the tools' paid calls (a captioner)."""
+        return sum(call.usage.cost_usd or 0.0 for call in self.traj.calls) + tool_cost(self.traj)
 
     def _mean_cost(self) -> float:
         costs = [call.usage.cost_usd or 0.0 for call in self.traj.calls]
@@ -202,6 +204,14 @@ class EpisodeState(Generic[C]):
                     "retries_exhausted", f"call {index} failed after the provider's retries: {exc}"
                 ) from None
             return call, None
+        except Exception as exc:  # nothing classified it (a bug): the call is counted, the episode ends
+            usage = paid_usage(exc) or Usage(cost_usd=0.0)  # paid when the reply came before the bug
+            usage = usage.model_copy(update={"latency_s": usage.latency_s or time.monotonic() - started})
+            error = f"{type(exc).__name__}: {exc}"
+            self._record(
+                Call(index=index, attempt=attempt, error_kind="provider_error", error=error, usage=usage)
+            )
+            raise
         usage = turn.usage
         if not usage.latency_s:
             usage = usage.model_copy(update={"latency_s": time.monotonic() - started})
@@ -285,9 +295,16 @@ class EpisodeState(Generic[C]):
             self.traj.reason = "answered"
 
 
+def tool_cost(traj: Trajectory) -> float:
+    """What the episode's tool calls paid (a tool that calls a model records `cost_usd`; others none)."""
+    return sum(getattr(record, "cost_usd", None) or 0.0 for record in traj.tool_calls)
+
+
 def compute_totals(traj: Trajectory, *, steps: int, crops: int, seconds: float) -> TrajectoryTotals:
+    """The episode's counts and cost: its provider calls' and, for the cost, its tools' paid calls."""
     usages = [call.usage for call in traj.calls]
     costs = [u.cost_usd for u in usages]
+    costs += [getattr(record, "cost_usd", 0.0) for record in traj.tool_calls]
     return TrajectoryTotals(
         calls=len(traj.calls),
         steps=steps,

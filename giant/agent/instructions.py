@@ -218,3 +218,10 @@ def unavailable_action_text(action: str, offered: Sequence[str]) -> str:
     without the note tool): said back, never skipped in silence."""
     choices = ", ".join(["crop", *offered, "answer"])
     return f"Not executed: '{action}' is not available in this task. Use one of: {choices}."
+
+
+def tool_failed_text(tool: str, exc: Exception) -> str:
+    """A tool that raised something other than its own refusal (UnusableCall): one line naming the
+    cause, sent to the model and kept as the call's feedback, so the run goes on."""
+    first = (str(exc).splitlines() or [""])[0][:200]
+    return f"Not executed: the {tool} tool failed ({type(exc).__name__}: {first}). Crop or answer instead."

@@ -34,7 +34,7 @@ from giant.agent import instructions
 from giant.agent.config import NavigationConfig, NavigationRules, RegionsConfig
 from giant.agent.context import Context
 from giant.agent.episode_state import EpisodeEnd, EpisodeState, RetryCounter
-from giant.agent.images import Rendered, render_region
+from giant.agent.images import ImageStore, Rendered, render_region
 from giant.core import Box, Status
 from giant.llm.types import (
     AnswerAction,
@@ -232,12 +232,19 @@ class Navigator:
             elif action.type in self.tools:
                 tool = self.tools[action.type]
                 image, box = state.latest or ("the overview", ep.full_box)
+                keep = ImageStore(ep.store.out_dir).save  # a tool's images stay out of the ledger
                 try:
                     record = await tool.run(
-                        ToolContext(ep.slide, ep.cfg.fill), Seen(call.index, image, box), action
+                        ToolContext(ep.slide, ep.cfg.fill, keep, ep.item.key, ep.traj.run_index),
+                        Seen(call.index, image, box),
+                        action,
                     )
                 except UnusableCall as exc:
                     reject(step, exc.feedback, self._failure_status(state), f"unusable {action.type} call")
+                    continue
+                except Exception as exc:  # a tool's own bug ends the call, never the episode
+                    text = instructions.tool_failed_text(action.type, exc)
+                    reject(step, text, self._failure_status(state), f"{action.type} failed")
                     continue
                 ep.traj.tool_calls.append(record)
                 state.steps += 1

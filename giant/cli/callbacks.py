@@ -28,7 +28,7 @@ from giant.cli.outcomes import JobOutcome, clear_outcomes, exit_code, failure_li
 from giant.cli.sweep import sweep_jobs, swept_settings
 from giant.config import PathSettings, RunSettings, TrackingSettings
 from giant.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, ConfigError, exit_with
-from giant.secrets import scrub, secret_values
+from giant.secrets import redact, secret_values
 from giant.tracking.names import (
     AGENT_MODE_TAG,
     BOOT_STD_METRIC,
@@ -52,6 +52,7 @@ from giant.tracking.names import (
     SWEEP_ROLE,
     tag_filter,
 )
+from giant.tracking.safe_cells import csv_cell
 from giant.tracking.view import param_number, store_view
 
 if TYPE_CHECKING:
@@ -140,7 +141,7 @@ class MlflowSweepCallback(Callback):
             tags={
                 ROLE_TAG: SWEEP_ROLE,
                 STATUS_TAG: "running",
-                OVERRIDES_TAG: scrub(overrides, secrets)[:5000],
+                OVERRIDES_TAG: redact(overrides, secrets)[:5000],
             },
         )
         run_id = run.info.run_id
@@ -274,7 +275,7 @@ class MlflowSweepCallback(Callback):
         rows.sort(key=lambda row: (row["job"] is None, row["job"] or 0))  # in job order
         with tempfile.TemporaryDirectory(prefix="giant-sweep-") as tmp:
             path = Path(tmp) / SWEEP_TABLE
-            pd.DataFrame(rows).to_csv(path, index=False)
+            pd.DataFrame(rows).map(csv_cell).to_csv(path, index=False)  # text, never a formula
             client.log_artifact(parent_run_id, str(path))
 
 

@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from giant.agent.modes import modes_with_setting
 from giant.confdir import CONF_DIR, EVERY_TOOL, group_options, prepare
-from giant.config import GROUPS
+from giant.config import GROUPS, check_key_variable
 from giant.errors import ConfigError, exit_with
 from giant.llm.config import providers_with
 
@@ -59,6 +59,18 @@ OWNED_SETTINGS: dict[str, tuple[Callable[[str], list[str]], str]] = {
 }
 
 
+def check_key_overrides(argv: list[str]) -> None:
+    """`provider.api_key_env` on the command line holds no key (giant.config.check_key_variable), checked
+    before Hydra writes the overrides into the job folder."""
+    for override in parse_overrides(argv):
+        if override.key_or_group.removeprefix("+").removeprefix("+") == "provider.api_key_env":
+            if not override.is_sweep_override():
+                check_key_variable(override.value())
+            else:
+                for value in override.sweep_string_iterator():
+                    check_key_variable(value)
+
+
 def check_command_line(prog: str, config_name: str, argv: list[str]) -> None:
     """Both checks every entrypoint runs before Hydra: an unknown group option or a misspelt key is
     one line naming the fix and exit code 2 (Hydra's own reports are longer and suggest `+key=`).
@@ -66,6 +78,7 @@ def check_command_line(prog: str, config_name: str, argv: list[str]) -> None:
     that composes it next: importing giant configures nothing."""
     prepare()
     try:
+        check_key_overrides(argv)  # first: a key typed in the wrong place is never shown nor written
         check_group_choices(argv)
         check_override_keys(argv, config_name)
     except ConfigError as err:

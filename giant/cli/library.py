@@ -27,7 +27,12 @@ def evaluate(overrides: Sequence[str] = (), *, output_dir: str | Path | None = N
     """Run the job `python scripts/run_eval.py <overrides>` runs, here; its Summary (None for a dry
     run). `output_dir`: the job's folder; None: the folder the command line would pick
     (hydra.run.dir, under paths.output_dir). Sweeps (`a,b` values, `-m`) are the command line's."""
-    from giant.cli.checks import check_group_choices, check_override_keys, parse_overrides
+    from giant.cli.checks import (
+        check_group_choices,
+        check_key_overrides,
+        check_override_keys,
+        parse_overrides,
+    )
     from giant.confdir import compose
     from giant.config import PathSettings
     from giant.job import run_job
@@ -37,6 +42,7 @@ def evaluate(overrides: Sequence[str] = (), *, output_dir: str | Path | None = N
     swept += [str(o.input_line) for o in parse_overrides(given) if o.is_sweep_override()]
     if swept:
         raise ConfigError(f"{swept[0]}: giant.evaluate runs one job; run a sweep from the command line (-m)")
+    check_key_overrides(given)
     check_group_choices(given)
     check_override_keys(given, CONFIG_NAME)
     cfg = compose(CONFIG_NAME, given)

@@ -18,7 +18,7 @@ from hydra.types import RunMode
 from pydantic import BaseModel, ValidationError
 
 from giant.errors import EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, EXIT_SETUP, EXIT_TERMINATED
-from giant.secrets import scrub, secret_values
+from giant.secrets import redact, secret_values
 
 OUTCOMES_DIR = "outcomes"  # under the sweep folder
 # What a job's exit code makes of it in the sweep's status (any other code is a failure).
@@ -46,7 +46,7 @@ class JobOutcome(BaseModel):
     def write(self, sweep_dir: Path) -> None:
         from giant.atomic import write_atomic
 
-        text = scrub(self.model_dump_json(indent=2), secret_values()) + "\n"
+        text = redact(self.model_dump_json(indent=2), secret_values()) + "\n"
         write_atomic(sweep_dir / OUTCOMES_DIR / f"{self.job}.json", text.encode())
 
 

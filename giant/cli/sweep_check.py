@@ -5,7 +5,9 @@ before a launcher queues anything (SLURM included).
 A Hydra callback listed before the MLflow one (conf/config.yaml): its `on_multirun_start` runs first.
 Jobs that share their data settings are checked once; each distinct problem (a setting that does not
 validate, such as a CSV or slide folder that does not exist, or the data check's) is one line naming
-the jobs it affects, and the sweep exits 2 (the config code) with no run opened.
+the jobs it affects, and the sweep exits 2 (the config code) with no run opened. A check that fails
+in a way it does not foresee stops the sweep too: Hydra turns an exception in a callback into a
+warning, and the jobs would then each crash mid-sweep.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from giant.errors import EXIT_CONFIG, ConfigError, exit_with
 from giant.job import check_data
 
 PROG = "run_eval"
+log = logging.getLogger(__name__)
 
 
 def data_key(settings: RunSettings) -> str:
@@ -87,6 +90,12 @@ def _problem(settings: RunSettings) -> str | None:
         return str(err)
     except OSError as exc:  # a folder the check reads or writes (the demo's cache) is not usable
         return f"{exc.filename or 'the data'}: {exc.strerror or exc}"
+    except Exception as exc:  # a bug in a check: stop the sweep here, not in every job after it started
+        log.exception("the data check of a sweep job failed")
+        return (
+            f"the data check failed ({type(exc).__name__}: {exc}); this is a bug: run one job alone "
+            "(without -m) for its traceback and report it"
+        )
     finally:
         quiet.setLevel(level)
     return None

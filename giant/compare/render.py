@@ -11,6 +11,7 @@ from giant import pages
 from giant.compare.pairs import Comparison, Flip, PairResult
 from giant.pages import Link
 from giant.tracking.published import TASK_TITLES
+from giant.tracking.safe_cells import csv_row, markdown_text
 from giant.tracking.tables.formats import latex_escape
 from giant.tracking.tables.rows import MISSING
 
@@ -94,7 +95,7 @@ PAIR_COLUMNS = [
 
 
 def _md_row(cells: list[str]) -> str:
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+    return "| " + " | ".join(map(markdown_text, cells)) + " |"
 
 
 def _run_rows(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
@@ -140,7 +141,7 @@ def to_markdown(comparison: Comparison) -> str:
             "",
             f"Only one run of: {', '.join(_title(t) for t in comparison.single)} (nothing to compare).",
         ]
-    lines += ["", *(f"- {note}" for note in comparison.notes)]
+    lines += ["", *(f"- {markdown_text(note)}" for note in comparison.notes)]
     lines += [f"- Paired bootstrap: {comparison.replicates} replicates, seed {comparison.seed}."]
     for pair in comparison.pairs:
         lines += ["", f"### Flipped items, {_title(pair.task)}, {pair.a} vs {pair.b} ({len(pair.flips)})", ""]
@@ -228,27 +229,29 @@ def to_csv(comparison: Comparison) -> str:
     for pair in comparison.pairs:
         d = pair.difference
         writer.writerow(
-            [
-                pair.task,
-                pair.metric_name,
-                pair.a,
-                pair.b,
-                pair.n_common,
-                pair.only_a,
-                pair.only_b,
-                f"{pair.metric_a:.6f}",
-                f"{pair.metric_b:.6f}",
-                f"{d.point:.6f}",
-                f"{d.ci_low:.6f}",
-                f"{d.ci_high:.6f}",
-                pair.both_right,
-                pair.both_wrong,
-                pair.a_only_right,
-                pair.b_only_right,
-                "" if pair.p_value is None else f"{pair.p_value:.6g}",
-                "" if pair.p_holm is None else f"{pair.p_holm:.6g}",
-                *_hit_csv(pair),
-            ]
+            csv_row(
+                [
+                    pair.task,
+                    pair.metric_name,
+                    pair.a,
+                    pair.b,
+                    pair.n_common,
+                    pair.only_a,
+                    pair.only_b,
+                    f"{pair.metric_a:.6f}",
+                    f"{pair.metric_b:.6f}",
+                    f"{d.point:.6f}",
+                    f"{d.ci_low:.6f}",
+                    f"{d.ci_high:.6f}",
+                    pair.both_right,
+                    pair.both_wrong,
+                    pair.a_only_right,
+                    pair.b_only_right,
+                    "" if pair.p_value is None else f"{pair.p_value:.6g}",
+                    "" if pair.p_holm is None else f"{pair.p_holm:.6g}",
+                    *_hit_csv(pair),
+                ]
+            )
         )
     return buf.getvalue()
 
@@ -260,10 +263,12 @@ def flips_csv(comparison: Comparison) -> str:
     for pair in comparison.pairs:
         for f in pair.flips:
             writer.writerow(
-                [
-                    *(pair.task, pair.a, pair.b, f.key, f.direction, f.truth, f.label_a, f.label_b),
-                    *(f.answer_a, f.answer_b, f.question, f.link_a or "", f.link_b or ""),
-                ]
+                csv_row(
+                    [
+                        *(pair.task, pair.a, pair.b, f.key, f.direction, f.truth, f.label_a, f.label_b),
+                        *(f.answer_a, f.answer_b, f.question, f.link_a or "", f.link_b or ""),
+                    ]
+                )
             )
     return buf.getvalue()
 

@@ -24,6 +24,7 @@ from typing import Any, cast
 from pydantic import BaseModel
 
 from giant.core import Item, Metric
+from giant.data.file_kind import bad_path, not_a_file, shown
 from giant.data.prompts import VQA_TEMPLATE, format_options
 from giant.errors import ConfigError
 
@@ -38,6 +39,7 @@ SHOWN = 20  # problems listed one per line; the rest are counted
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # a task or id: one plain name (folders, MLflow)
 _SEVERAL = re.compile(r"[;|]")  # "a.svs; b.svs": several slides in one cell
+_DIGITS = re.compile(r"[0-9]+")  # ASCII digits only: "²".isdigit() is true, but int("²") fails
 
 # The answer request of a question without options, in the words of the MultiPathQA VQA wrapper
 # (giant.data.prompts.VQA_TEMPLATE) so that every task asks for the same JSON shape.
@@ -111,6 +113,9 @@ def problem_report(path: Path, problems: Sequence[Problem]) -> str:
 
 def _read_rows(path: Path, problems: list[Problem]) -> list[dict[str, Any]] | None:
     """Rows as dicts (None: the file cannot be read at all; the problem says why)."""
+    if (kind := not_a_file(Path(path))) is not None:  # never open a FIFO: it waits for a writer
+        problems.append(Problem(row=None, column=None, message=f"{kind}; pass your task file (CSV or JSONL)"))
+        return None
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
@@ -285,6 +290,9 @@ def _slide(value: Any, number: int, problems: list[Problem]) -> str | None:
     if _SEVERAL.search(slide) or slide.startswith("["):
         problems.append(Problem(row=number, column="slide", message=several))
         return None
+    if (bad := bad_path(slide)) is not None:
+        problems.append(Problem(row=number, column="slide", message=f"{shown(slide)} {bad}"))
+        return None
     normal = PurePosixPath(os.path.normpath(slide.replace("\\", "/")))
     if not normal.is_absolute() and normal.parts and normal.parts[0] == "..":
         problems.append(
@@ -330,7 +338,7 @@ def _answer(value: Any, options: tuple[str, ...], number: int, problems: list[Pr
         problems.append(Problem(row=number, column="answer", message="empty; give the right answer"))
         return None
     if options:
-        if text.isdigit() and 1 <= int(text) <= len(options):
+        if _DIGITS.fullmatch(text) and 1 <= int(text) <= len(options):
             return int(text)
         by_text = {o.casefold(): i for i, o in enumerate(options, start=1)}
         if text.casefold() in by_text:
@@ -344,7 +352,7 @@ def _answer(value: Any, options: tuple[str, ...], number: int, problems: list[Pr
             )
         )
         return None
-    if text.isdigit() and int(text) in LABELS:
+    if _DIGITS.fullmatch(text) and int(text) in LABELS:
         return int(text)
     problems.append(
         Problem(
@@ -377,15 +385,21 @@ def slide_problems(slides: dict[int, str], wsi_root: Path) -> list[Problem]:
     for found in report.slides:
         if found.status == "present":
             continue
-        fix = (
-            f"no such file (a relative path is under dataset.wsi_root={wsi_root}); fix the path"
-            if found.status == "missing"
-            else f"OpenSlide cannot read it ({found.reason}); replace the file"
-        )
         for key in found.keys:
             row = int(key.rpartition("/")[2])
+            if found.status != "missing":
+                fix = f"OpenSlide cannot read it ({found.reason}); replace the file"
+            elif (kind := not_a_file(_on_disk(slides[row], wsi_root))) not in (None, "no such file"):
+                fix = f"{kind}; give the slide's file path"
+            else:
+                fix = f"no such file (a relative path is under dataset.wsi_root={wsi_root}); fix the path"
             problems.append(Problem(row=row, column="slide", message=f"{slides[row]}: {fix}"))
     return problems
+
+
+def _on_disk(slide: str, wsi_root: Path) -> Path:
+    """Where a row's slide path points (a relative one: under dataset.wsi_root)."""
+    return Path(slide) if Path(slide).is_absolute() else Path(wsi_root) / slide
 
 
 def _root_of(items: Sequence[Item], wsi_root: Path) -> Path:

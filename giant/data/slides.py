@@ -28,6 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from giant.core import Item
+from giant.data.file_kind import bad_path, not_a_file, shown
 from giant.wsi.errors import SlideMissing, SlidePathInvalid
 
 TCGA_GROUP = "tcga"
@@ -103,9 +104,13 @@ def locate_slide(wsi_root: Path, item: Item) -> SlideLocation:
     if not found:
         tried = where.in_each_folder(where.relative.name)
         exact = ", ".join(str(path) for path in tried)
+        # a directory or FIFO where the slide should be is named, not reported as missing
+        there = [
+            f"{path} is {kind}" for path in tried if (kind := not_a_file(path)) not in (None, "no such file")
+        ]
         raise SlideMissing(
-            f"slide for {item.key} not found: tried {exact}, the GDC download folders, "
-            f"other slide extensions and a DICOM folder (see docs/slides.md)",
+            f"slide for {item.key} not found: {'; '.join(there) + '; ' if there else ''}tried {exact}, "
+            "the GDC download folders, other slide extensions and a DICOM folder (see docs/slides.md)",
             slide=item.key,
             tried=tried,
         )
@@ -280,6 +285,8 @@ def _safe_relative(item: Item) -> PurePosixPath:
     raw = item.image_path.replace("\\", "/")
     if not raw.strip():
         raise SlidePathInvalid(f"{item.key}: image_path is empty", slide=item.key)
+    if (bad := bad_path(raw)) is not None:
+        raise SlidePathInvalid(f"{item.key}: image_path {shown(raw)} {bad}", slide=item.key)
     path = PurePosixPath(raw)
     normal = PurePosixPath(os.path.normpath(raw))
     if path.is_absolute() or raw.startswith("~") or (normal.parts and normal.parts[0] == ".."):

@@ -24,6 +24,7 @@ from giant.eval.annotation_settings import AnnotationSettings
 from giant.wsi.annotations import (
     AnnotationError,
     Rings,
+    check_inside,
     geojson_polygons,
     grid_outlines,
     mask_grid,
@@ -147,6 +148,7 @@ class Annotations:
         targets = set(self.settings.targets)
         if found.name.endswith(GEOJSON_SUFFIXES):
             polygons = geojson_polygons(found, targets)
+            check_inside(found, polygons, width, height)
             return polygons_grid(polygons, width, height), [polygon[0] for polygon in polygons]
         classes = self.class_map(slide)
         values = [value for value, name in classes.items() if name in targets]

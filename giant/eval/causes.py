@@ -1,11 +1,13 @@
 """Which item-runs measured the model and which could not: the rule the runner, resume and the
 summary share.
 
-The paper scores a model that gives no valid answer as incorrect, and that is a measurement. A slide
-that is not there, a refused key, an unknown model name, a used-up quota, a server that is down are
-not: they are setup failures (`giant.core.SetupCause`). The runner stops at once on the fatal ones
-(nothing more can be learned and money may go), stops after a streak of the others (the circuit
-breaker), and a rerun retries every item-run that has one without being asked.
+The paper scores a model that gives no valid answer as incorrect, and that is a measurement: no
+parseable answer within its retries, an early answer refused, the step limit, a refusal. A slide
+that is not there, a refused key, an unknown model name, a used-up quota, a server that is down or
+hangs, an exception nothing classified (a bug) are not: they are causes (`giant.core.SetupCause`),
+and such an item-run is unmeasured: never a table cell, the job incomplete (exit 4). The runner
+stops at once on the fatal ones (nothing more can be learned and money may go), stops after a streak
+of the others (the circuit breaker), and a rerun retries every item-run that has one unasked.
 """
 
 from __future__ import annotations
@@ -46,11 +48,17 @@ FIXES: dict[str, str] = {
     "slide_unreadable": "the slide files cannot be opened; check them with scripts/fetch_slides.py",
     "slide_missing": "put the slides under paths.wsi_root (scripts/fetch_slides.py), or pass "
     "skip_missing=true to drop them",
+    "timeout": "the server did not answer within agent.item_timeout_s; check that it answers "
+    "(provider.base_url), or raise agent.item_timeout_s",
+    "bug": "an unexpected error (a bug): its traceback is in the job folder's errors.log; report it",
 }
 
 # Statuses that say the slide, not the model, failed (records written before causes were recorded
 # carry only these).
 _SLIDE_STATUS: dict[str, SetupCause] = {"slide_missing": "slide_missing", "slide_error": "slide_unreadable"}
+# A result line whose episode raised (giant.record.RUNNER_ERROR) measured nothing: lines written
+# before it carried the cause `bug` are read as having it.
+_RECORD_STATUS: dict[str, SetupCause] = {**_SLIDE_STATUS, "runner_error": "bug"}
 
 
 def trajectory_cause(trajectory: Trajectory) -> SetupCause | None:
@@ -63,6 +71,8 @@ def trajectory_cause(trajectory: Trajectory) -> SetupCause | None:
         return _SLIDE_STATUS[trajectory.status]
     if trajectory.status == "context_exceeded":
         return "context"
+    if trajectory.status == "timeout" and any(call.error_kind == "timeout" for call in trajectory.calls):
+        return "timeout"  # cut while the server had not answered a call: a hang, not the model's pace
     if trajectory.status == "provider_error":
         failed = [call for call in trajectory.calls if call.error_kind is not None]
         return failed[-1].cause if failed else None
@@ -81,7 +91,7 @@ def record_cause(record: ResultRecord) -> SetupCause | None:
     """A result line's setup cause (older lines: from the status alone)."""
     if record.cause is not None:
         return record.cause
-    return _SLIDE_STATUS.get(record.status)
+    return _RECORD_STATUS.get(record.status)
 
 
 @dataclass

@@ -18,6 +18,7 @@ import hashlib
 import json
 import shutil
 import time
+import traceback
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from giant.agent import run_episode
+from giant.agent.episode import EpisodeCrashed
 from giant.agent.limits import LimitExceeded
 from giant.agent.modes import AgentConfig
 from giant.core import Item
@@ -34,7 +36,7 @@ from giant.data.slides import Located, SlideLocation, locate_all
 from giant.errors import ConfigError
 from giant.eval.annotations import Annotations
 from giant.eval.budget import CallPricer, RunBudget
-from giant.eval.causes import FIXES, CircuitBreaker, Halt, trajectory_cause
+from giant.eval.causes import FIXES, CircuitBreaker, Halt, record_cause, trajectory_cause
 from giant.eval.gpu_cost import GpuRate, earlier_active_s
 from giant.eval.limits import RunLimits
 from giant.eval.navigation import item_navigation
@@ -345,15 +347,51 @@ class _Workers:
             )
         except LimitExceeded:  # only a stop or a halt leaves run_episode: the run ends, not the item
             return None
-        except Exception as exc:  # a bug in the episode must not lose the item or stop the run
-            reason = f"run_episode raised {type(exc).__name__}: {exc}"
-            return _record(item, run_index, run, status=RUNNER_ERROR, reason=reason)
+        except EpisodeCrashed as crash:  # a bug must not lose the item, its paid calls, or stop the run
+            where = rel if dest.is_dir() else None
+            return self._crashed(item, run_index, crash.error, crash.trajectory, where, start)
+        except Exception as exc:
+            return self._crashed(item, run_index, exc, None, None, start)
         navigation = await asyncio.to_thread(
             item_navigation, trajectory, services.annotations, run.navigation
         )
         seconds = time.perf_counter() - start
         record = _scored_record(item, run_index, trajectory, rel if dest.is_dir() else None, seconds, run)
-        return record.model_copy(update={"navigation": navigation})
+        tools = dict(Counter(call.tool for call in trajectory.tool_calls)) or None
+        return record.model_copy(update={"navigation": navigation, "tool_calls": tools})
+
+    def _crashed(
+        self,
+        item: Item,
+        run_index: int,
+        error: Exception,
+        trajectory: Trajectory | None,
+        rel: str | None,
+        start: float,
+    ) -> ResultRecord:
+        """The result line of an item-run an unclassified exception ended: unmeasured (cause `bug`),
+        its calls and dollars as paid, its traceback appended to the job folder's errors.log."""
+        errors = JobLayout(self.out_dir).errors
+        trace = "".join(traceback.format_exception(error))
+        with errors.open("a", encoding="utf-8") as log:
+            log.write(f"--- {item.key} run {run_index}: {type(error).__name__}: {error}\n{trace}\n")
+        fields: dict[str, object] = {
+            "status": RUNNER_ERROR,
+            "cause": "bug",
+            "reason": f"run_episode raised {type(error).__name__}: {error} (traceback in {errors.name})",
+            "seconds": time.perf_counter() - start,
+            "trajectory": rel,
+        }
+        if trajectory is not None:
+            totals = trajectory.totals
+            fields.update(
+                calls=totals.calls,
+                steps=totals.steps,
+                crops=totals.crops,
+                dollars=totals.cost_usd,
+                **totals.token_counts(),
+            )
+        return _record(item, run_index, self.run_options, **fields)
 
 
 def _finish(workers: _Workers, data: RunData, config_hash: str) -> Summary:
@@ -367,7 +405,7 @@ def _finish(workers: _Workers, data: RunData, config_hash: str) -> Summary:
         stopped = f"interrupted by {stop.reason}; {left} item-runs left for the resumed run"
     if halt and not stopped:
         stopped = halt.reason
-    reason = stopped or _budget_stop(budget, len(plan.pending)) or _missing_slides(records, data.wsi_root)
+    reason = stopped or _budget_stop(budget, len(plan.pending)) or _unmeasured(records, data.wsi_root)
     return summarize(
         records,
         data.items,
@@ -395,16 +433,26 @@ def _budget_stop(budget: RunBudget, not_started: int) -> str:
     return f"budget stop: {why}; {not_started} item-runs not started"
 
 
-def _missing_slides(records: Sequence[ResultRecord], wsi_root: Path) -> str:
-    """The incomplete reason of a run that scored missing slides as failures ("" when none were)."""
-    latest = latest_by_slot(list(records)).values()
-    missing = sum(record.status == "slide_missing" for record in latest)
-    if not missing:
+def _unmeasured(records: Sequence[ResultRecord], wsi_root: Path) -> str:
+    """The incomplete reason of a run with unmeasured item-runs (giant.eval.causes; "" when none):
+    their count by cause, what to fix, and that the same command measures them."""
+    latest = list(latest_by_slot(list(records)).values())
+    causes = Counter(cause for record in latest if (cause := record_cause(record)) is not None)
+    missing = causes.pop("slide_missing", 0)
+    parts = []
+    if missing:
+        parts.append(
+            f"{missing} of {len(latest)} item-runs have no slide under {wsi_root} and are unmeasured; "
+            f"{FIXES['slide_missing']}"
+        )
+    if causes:
+        named = ", ".join(f"{n} {cause}" for cause, n in causes.most_common())
+        common = causes.most_common(1)[0][0]
+        fix = FIXES.get(common, "fix the cause")
+        parts.append(f"{causes.total()} of {len(latest)} item-runs unmeasured ({named}); {fix}")
+    if not parts:
         return ""
-    return (
-        f"{missing} of {len(latest)} item-runs have no slide under {wsi_root} and count as failures; "
-        f"{FIXES['slide_missing']}"
-    )
+    return "; ".join(parts) + "; then rerun the same command to measure them"
 
 
 def _record(item: Item, run_index: int, run: RunOptions, **fields: object) -> ResultRecord:

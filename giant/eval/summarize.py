@@ -28,6 +28,7 @@ from giant.eval.voting import item_label
 from giant.llm.types import TokenCounts
 from giant.record import SKIPPED, ResultRecord, latest_by_slot
 from giant.record.summary import Bootstrap, Magnification, Provenance, Summary, Totals
+from giant.record.tool_use import tool_use
 from giant.wsi.magnification import objective_band
 
 _PATH = re.compile(r"(?<![\w<])(?:[A-Za-z]:)?[\w.~-]*[/\\][^\s,;:()'\"]+")
@@ -63,6 +64,10 @@ def summarize(  # noqa: PLR0913  every total of a run goes into its summary
     runs = list(latest.values())
     if not incomplete_reason and len(latest) < len(slots):
         incomplete_reason = f"{len(slots) - len(latest)} of {len(slots)} item-runs have no result"
+    unmeasured = Counter(cause for record in runs if (cause := record_cause(record)) is not None)
+    if not incomplete_reason and unmeasured:  # the one rule: an unmeasured item-run is never complete
+        named = ", ".join(f"{n} {cause}" for cause, n in unmeasured.most_common())
+        incomplete_reason = f"{unmeasured.total()} of {len(slots)} item-runs unmeasured ({named})"
 
     by_item: dict[str, list[ResultRecord]] = {}
     for record in runs:
@@ -101,7 +106,8 @@ def summarize(  # noqa: PLR0913  every total of a run goes into its summary
         setup_failure=setup_failure,
         stop_cause=stop_cause,
         n_slides_missing=sum(record.status == "slide_missing" for record in runs),
-        setup_causes=dict(Counter(cause for record in runs if (cause := record_cause(record)))),
+        n_unmeasured=unmeasured.total(),
+        setup_causes=dict(unmeasured),
         counts_by_status=dict(Counter(record.status for record in runs)),
         failure_reasons=dict(Counter(reason_kind(record) for record in runs if is_failure(record))),
         extraction_methods=dict(Counter(record.method for record in runs if record.method)),
@@ -114,6 +120,7 @@ def summarize(  # noqa: PLR0913  every total of a run goes into its summary
         navigation=summarize_navigation(
             [r for r in runs if r.key not in skipped], replicates=scoring.bootstrap_replicates, seed=seed
         ),
+        tool_use=tool_use(runs),
     )
 
 

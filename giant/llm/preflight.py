@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import openai
+from openai.pagination import SyncPage
+from openai.types.chat import ChatCompletion
 
 from giant.errors import ConfigError
 from giant.llm.config import OpenAICompatibleSettings
@@ -99,6 +101,12 @@ def served(client: openai.OpenAI, cfg: OpenAICompatibleSettings, key: str) -> Se
         if cause_of(exc) == "network":
             raise ConfigError(_refused(cfg, "GET /models", exc, key)) from None
         return ServerFacts((), "unknown", None, (f"GET /v1/models ({redact(_text(exc), key)[:120]})",))
+    except (ValueError, AttributeError, TypeError) as exc:
+        # a 200 body that is not JSON (an HTML page, nothing): the SDK's json.loads fails, or it hands
+        # the text on as a str to a page object that cannot take it
+        raise ConfigError(not_json_line(cfg, "GET /models", exc)) from None
+    if not isinstance(page, SyncPage):
+        raise ConfigError(not_json_line(cfg, "GET /models", TypeError(f"a {type(page).__name__}")))
     entries = list(page.data)
     ids = tuple(str(entry.id) for entry in entries)
     owners = {str(getattr(entry, "owned_by", "") or "") for entry in entries}
@@ -153,14 +161,33 @@ def _ask(client: openai.OpenAI, cfg: OpenAICompatibleSettings, images: int) -> o
     content += [probe_image()] * images
     messages: Any = [{"role": "user", "content": content}]  # the SDK's TypedDicts, built by hand
     try:
-        client.chat.completions.create(
+        reply = client.chat.completions.create(
             model=cfg.model,
             messages=messages,
             max_tokens=1,
         )
+    except openai.APIResponseValidationError as exc:  # a 200 the SDK could not read as a completion
+        raise ConfigError(not_json_line(cfg, "POST /chat/completions", exc)) from None
     except openai.OpenAIError as exc:
         return exc
+    except ValueError as exc:  # the SDK's json.loads of a 200 body that is not JSON
+        raise ConfigError(not_json_line(cfg, "POST /chat/completions", exc)) from None
+    if not isinstance(reply, ChatCompletion):  # a body that is not JSON, handed on as text
+        raise ConfigError(
+            not_json_line(cfg, "POST /chat/completions", TypeError(f"a {type(reply).__name__}"))
+        )
     return None
+
+
+def not_json_line(cfg: OpenAICompatibleSettings, what: str, exc: Exception) -> str:
+    """The one line for a 200 whose body is not the JSON an OpenAI-compatible API sends: a web page or a
+    proxy at that address, or a path without the API's /v1."""
+    said = str(exc).replace("\n", " ")[:120]
+    return (
+        f"provider.base_url={cfg.base_url} answered {what} with a 200 that is not an OpenAI-compatible "
+        f"JSON body ({type(exc).__name__}: {said}); point provider.base_url at the server's API (it "
+        "usually ends in /v1), not at a web page or proxy"
+    )
 
 
 def image_limit_line(cfg: OpenAICompatibleSettings, need: ImageNeed, limit: int, facts: ServerFacts) -> str:

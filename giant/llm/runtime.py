@@ -20,7 +20,7 @@ from aiolimiter import AsyncLimiter
 from giant.llm.config import SdkSettings
 from giant.llm.pricing import Pricing
 from giant.llm.retry import with_retries
-from giant.llm.sdk_errors import SDK_ERRORS, classify
+from giant.llm.sdk_errors import SDK_ERRORS, classify, unreadable_reply
 from giant.llm.types import (
     CallContext,
     Conversation,
@@ -30,6 +30,7 @@ from giant.llm.types import (
     TextPart,
     Usage,
     UserMessage,
+    mark_paid,
 )
 
 _CHARS_PER_TOKEN = 4
@@ -144,9 +145,14 @@ class CallRuntime:
             nonlocal timer
             async with self.limited(conversation, paced=paced) as timer:  # each attempt is paced
                 try:
-                    return await send()
+                    reply = await send()
                 except SDK_ERRORS as exc:
                     raise classify(exc, provider=self.provider, secret=secret) from None
+                except json.JSONDecodeError as exc:  # the SDK read a 200 whose body is not JSON, or empty
+                    raise unreadable_reply(self.provider, f"a body that is not JSON ({exc})") from None
+                if isinstance(reply, str | bytes):  # the SDK's answer to a 200 that is not JSON at all
+                    raise unreadable_reply(self.provider, f"a {len(reply)}-character body that is not JSON")
+                return reply
 
         try:
             response = await with_retries(attempt, self.max_retries if paced else 0)
@@ -157,6 +163,11 @@ class CallRuntime:
         except ProviderError as exc:
             exc.usage = exc.usage or usage
             record(f"{exc.kind}: {exc}")
+            raise
+        except Exception as exc:  # unclassified (a bug): the reply stays paid for, the error travels on
+            if usage is not None:
+                mark_paid(exc, usage)
+            record(f"unclassified: {type(exc).__name__}: {exc}")
             raise
         record(decode_note=turn.decode_note)
         return turn

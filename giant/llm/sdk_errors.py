@@ -91,6 +91,15 @@ def retry_after_s(exc: Exception) -> float | None:
     return None if headers is None else read_retry_after(headers)
 
 
+def unreadable_reply(provider: str, what: str) -> TransientError:
+    """A reply the server sent as a success (200) that is no reply: a body that is not JSON, an empty
+    body, HTML from a proxy. The server's fault, not the model's: retried like a 5xx (cause `server`),
+    and never kept in the ledger, so a rerun asks again instead of replaying it."""
+    return TransientError(
+        f"{provider}: the server answered 200 with {what[:200]}; treated as a server error", cause="server"
+    )
+
+
 def classify(exc: Exception, *, provider: str, secret: str | None) -> ProviderError:
     """Transient (retried): rate limit, timeout, connection, 5xx. Fatal: the rest, each with its cause
     (key, model_name, quota, context, bad_request), so the runner can tell a setup it must stop for

@@ -277,6 +277,21 @@ class FatalProviderError(ProviderError):
     kind = "fatal"
 
 
+_PAID = "giant_paid_usage"
+
+
+def mark_paid(error: BaseException, usage: Usage) -> None:
+    """An exception nothing classified, raised after the reply was paid for (a bug in the parser):
+    it carries the call's usage, so the episode records the call as paid (paid_usage)."""
+    setattr(error, _PAID, usage)
+
+
+def paid_usage(error: BaseException) -> Usage | None:
+    """The usage mark_paid put on `error`, if any."""
+    usage = getattr(error, _PAID, None)
+    return usage if isinstance(usage, Usage) else None
+
+
 class Provider(Protocol):
     """One small protocol per concept (as in inspect_ai): the agent's only view of a model."""
 

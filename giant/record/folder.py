@@ -14,6 +14,7 @@ from giant.atomic import write_atomic
 from giant.record.layout import TRAJECTORY_FILE, JobLayout
 from giant.record.summary import Summary
 from giant.record.trajectory import Trajectory
+from giant.secrets import redact_urls
 
 
 def _write_json(path: Path, text: str) -> Path:
@@ -22,7 +23,8 @@ def _write_json(path: Path, text: str) -> Path:
 
 
 def write_summary(out_dir: Path, summary: Summary) -> Path:
-    return _write_json(JobLayout(out_dir).summary, summary.model_dump_json(indent=2))
+    """summary.json; a URL in a reason (`cannot reach provider.base_url=...`) without its credentials."""
+    return _write_json(JobLayout(out_dir).summary, redact_urls(summary.model_dump_json(indent=2)))
 
 
 def read_summary(out_dir: Path) -> Summary:

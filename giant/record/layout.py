@@ -8,6 +8,7 @@ the folder through giant.record, so a name is spelled here only.
       report.html            the run report a researcher opens first (giant.report)
       overviews/<slide>.html where the runs of one slide looked, on one overview (giant.report)
       dry_run.json           dry runs only
+      errors.log             the traceback of each item-run an unclassified exception ended (a bug)
       .hydra/                Hydra's config.yaml, overrides.yaml, hydra.yaml
       trajectories/<safe key>/run<k>/
         trajectory.json  trajectory.html  requests.jsonl  images
@@ -27,6 +28,7 @@ CONFUSION_FILE = "confusion_matrix.png"
 DEFECTS_FILE = "dataset_defects.json"
 RESOLVED_CONFIG_FILE = "resolved_config.json"
 DRY_RUN_FILE = "dry_run.json"
+ERRORS_FILE = "errors.log"
 REPORT_FILE = "report.html"
 HYDRA_DIR = ".hydra"
 HYDRA_FILES = ("config.yaml", "overrides.yaml", "hydra.yaml")
@@ -82,6 +84,10 @@ class JobLayout:
     @property
     def dry_run(self) -> Path:
         return self.out_dir / DRY_RUN_FILE
+
+    @property
+    def errors(self) -> Path:
+        return self.out_dir / ERRORS_FILE
 
     @property
     def report(self) -> Path:

@@ -56,6 +56,8 @@ PER_RUN_STD_METRIC: Final = "per_run_std"  # the std over the k runs' metrics
 # Metric-name prefixes: one metric per status and per setup cause of a job's summary
 STATUS_METRIC_PREFIX: Final = "status_"
 SETUP_METRIC_PREFIX: Final = "setup_"
+# one metric per enabled tool and measure: tool_<tool>_calls, _item_runs, _correct (giant.record.tool_use)
+TOOL_METRIC_PREFIX: Final = "tool_"
 
 # Where the model looked (summary.json's `navigation`, giant.record.summary.NavigationSummary): each
 # scalar field under this prefix (`nav_coverage`, `nav_revisits`, `nav_hit_rate`, ...); a bootstrapped

@@ -64,6 +64,8 @@ class ResultRecord(TokenCounts):
     # Where the model looked, with evidence against the slide's annotations (giant.record.navigation);
     # None for item-runs without an episode and lines written before it was recorded
     navigation: Navigation | None = None
+    # calls of each tool (agent.tools) the episode executed; None when it called none
+    tool_calls: dict[str, int] | None = None
 
     @property
     def slot(self) -> tuple[str, int]:

@@ -148,15 +148,18 @@ class Summary(BaseModel):
     benchmark: str  # dataset name, e.g. tcga or demo_shapes
     metric_name: str  # accuracy | balanced_accuracy
     complete: (
-        bool  # False when a budget stop, an interruption, a halt or missing slides left items unmeasured
+        bool  # False when a budget stop, an interruption, a halt or any unmeasured item-run left it short
     )
     incomplete_reason: str = ""
     # Why the runner halted: a fatal provider answer (key, model name, quota) or the circuit breaker
     # (giant.eval.causes). Such a run measured nothing worth a table cell; its metric is not logged.
     setup_failure: str = ""
     stop_cause: str | None = None  # the cause that halted it (a giant.core.SetupCause)
-    # item-runs whose slide was not found (counted as failures)
+    # item-runs whose slide was not found (unmeasured)
     n_slides_missing: Annotated[int, MlflowName(n.N_SLIDES_MISSING_METRIC)] = 0
+    # item-runs that measured nothing (a cause: a slide, the setup, the server, a bug): any makes the
+    # job incomplete. The sum of setup_causes; MLflow holds those (giant.tracking.tables reads them)
+    n_unmeasured: int = 0
     # item-runs failed outside the model, by cause
     setup_causes: Annotated[dict[str, int], MlflowName(prefix=n.SETUP_METRIC_PREFIX)] = Field(
         default_factory=dict
@@ -195,6 +198,11 @@ class Summary(BaseModel):
     dataset_defects: list[Defect] = Field(default_factory=list)
     # None: no item-run recorded where it looked; its lists one MLflow step per crop (step 1: the first)
     navigation: Annotated[NavigationSummary | None, _NAVIGATION] = None
+    # how the item-runs used the tools (giant.record.tool_use): per tool, its calls, the item-runs that
+    # called it and how many of those ended correct; empty when no tool was called
+    tool_use: Annotated[dict[str, float], MlflowName(prefix=n.TOOL_METRIC_PREFIX)] = Field(
+        default_factory=dict
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property

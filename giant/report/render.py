@@ -15,6 +15,7 @@ from giant import pages
 from giant.pages import Link
 from giant.record import SKIPPED, TRAJECTORIES_DIR, ResultRecord
 from giant.record.summary import Totals
+from giant.record.tool_use import tool_use
 from giant.record.trajectory import Trajectory
 from giant.report import costs, labels, navigation, overviews, taxonomy
 from giant.report.facts import ItemRun, JobFacts, gather
@@ -63,6 +64,7 @@ def render(facts: JobFacts, slide_overviews: list[tuple[Link, int, int]] | None 
         by_step=_by_step(facts),
         overviews=slide_overviews or [],
         tools=_tool_calls(facts.runs),
+        tool_use=_tool_use(records),
         costs=_costs(records),
     )
 
@@ -360,6 +362,28 @@ def _tool_calls(runs: list[ItemRun]) -> list[dict[str, Any]]:
             }
         )
     return sections
+
+
+def _tool_use(records: list[ResultRecord]) -> Rows:
+    """Per tool called (giant.record.tool_use): the item-runs that called it, its calls, and accuracy
+    with and without it: did consulting the tool come before correct answers?"""
+    use = tool_use(records)
+    rows: Rows = []
+    for name in sorted({key.rsplit("_", 2)[0] for key in use if key.endswith("_item_runs")}):
+        calling, correct = int(use[f"{name}_item_runs"]), int(use[f"{name}_correct"])
+        others = [r for r in records if not (r.tool_calls or {}).get(name)]
+        others_correct = sum(r.correct for r in others)
+        rows.append(
+            (
+                name,
+                calling,
+                int(use[f"{name}_calls"]),
+                f"{use[f'{name}_calls'] / len(records):.2f}",
+                f"{correct}/{calling} ({_pct(correct, calling)})",
+                f"{others_correct}/{len(others)} ({_pct(others_correct, len(others))})",
+            )
+        )
+    return rows
 
 
 def _costs(records: list[ResultRecord]) -> Rows:

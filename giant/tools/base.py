@@ -9,16 +9,27 @@ episode, where the navigation loop asks it for its prompt paragraph and runs it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from pydantic import BaseModel
 
 from giant.actions import ActionModel
-from giant.core import Box
+from giant.core import Box, EncodedImage
 
 if TYPE_CHECKING:
     from giant.wsi.slide import Fill, Slide
+
+
+# The hints of a tool whose action names a level-0 region as a crop does (x, y, width, height): one
+# wording for every such tool, so the schema reads the same whichever of them a run offers.
+REGION_HINTS = {
+    "x": "crop, cells and caption: left edge, level-0 pixels (null for other actions).",
+    "y": "crop, cells and caption: top edge, level-0 pixels (null for other actions).",
+    "width": "crop, cells and caption: width, level-0 pixels (null for other actions).",
+    "height": "crop, cells and caption: height, level-0 pixels (null for other actions).",
+}
 
 
 class ToolRecord(BaseModel):
@@ -47,12 +58,17 @@ class Seen:
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a tool call may read of its episode, and nothing more: the slide, and the colour of its
-    outside and transparent pixels (`agent.fill`). A tool never sees the episode's state, so tools/ sits
-    below agent/ in the layers, type-only imports counted."""
+    """What a tool call may read of its episode, and nothing more: the slide, the colour of its
+    outside and transparent pixels (`agent.fill`), where it may keep an image for the pages (`keep`
+    writes it beside the trajectory and returns its file name; None where nothing is written), and
+    which item and run it serves. A tool
+    never sees the episode's state, so tools/ sits below agent/ in the layers, type-only imports counted."""
 
     slide: Slide
     fill: Fill
+    keep: Callable[[EncodedImage], str] | None = None
+    item_key: str = ""  # the episode's item and run (a tool that calls a model keys its ledger by them)
+    run_index: int = 0
 
 
 S = TypeVar("S", bound=BaseModel)
@@ -108,6 +124,7 @@ class Tool(Generic[S, A, R]):
     @classmethod
     def describe(cls, record: R) -> dict[str, Any]:
         """A call's result as plain data for the pages: `summary` (a line), `model` (what ran),
-        `image` (the image it ran on), `target` (that image's region) and `rows` (pairs of strings,
-        a small table in order)."""
+        `image` (the image it ran on), `target` (that image's region), `rows` (pairs of strings,
+        a small table in order) and, optionally, `overlay` (the name `ToolContext.keep` gave an image
+        the call kept, shown under the table)."""
         raise NotImplementedError

@@ -17,6 +17,7 @@ import pandas as pd
 
 from giant.data.defects import Defect
 from giant.record import JobLayout, read_results
+from giant.tracking.safe_cells import csv_cell
 
 COLUMNS = [
     "key",
@@ -40,14 +41,15 @@ NO_ANSWER = "none"
 
 
 def write_predictions(layout: JobLayout) -> Path | None:
-    """predictions.csv: one row per item-run, the latest record of each (a resumed run appends)."""
+    """predictions.csv: one row per item-run, the latest record of each (a resumed run appends); a
+    text cell a spreadsheet would run as a formula is written as text (giant.tracking.safe_cells)."""
     if not layout.results.is_file():
         return None
     records = read_results(layout.results)
     frame = pd.DataFrame([record.model_dump() for record in records], columns=COLUMNS)
     frame = frame.drop_duplicates(subset=["key", "run_index"], keep="last")
     path = layout.predictions
-    frame.to_csv(path, index=False)
+    frame.map(csv_cell).to_csv(path, index=False)
     return path
 
 

@@ -33,7 +33,7 @@ from giant.errors import ConfigError
 from giant.record import SWEEP_FILE
 from giant.record.logged import Logged, logged_values
 from giant.record.summary import Summary
-from giant.secrets import contains_secret, scrub, secret_values
+from giant.secrets import contains_secret, redact, scrub, secret_values
 from giant.storage import is_stored_image, link_or_copy
 from giant.tracking.names import (
     AGENT_MODE_TAG,
@@ -205,6 +205,7 @@ class JobRun:
         self.run_id = run_id
         self.settings = settings
         self.secrets = secret_values()
+        self.abandoned = False  # the server stopped answering at the job's end: no more calls to it
 
     @classmethod
     def start(
@@ -269,7 +270,7 @@ class JobRun:
                 time.sleep(0.2 * (attempt + 1))
 
     def set_tags(self, tags: dict[str, str]) -> None:
-        now = [RunTag(key, scrub(value, self.secrets)) for key, value in tags.items()]
+        now = [RunTag(key, redact(value, self.secrets)) for key, value in tags.items()]
         self.client.log_batch(self.run_id, tags=now)
 
     def log_params(self, params: dict[str, str]) -> None:
@@ -339,10 +340,14 @@ class JobRun:
         self.client.set_terminated(self.run_id, status=status)
 
     def interrupted(self, reason: str) -> None:
+        if self.abandoned:  # left RUNNING: the rerun reattaches it
+            return
         self.set_tags({STATUS_TAG: "interrupted", INTERRUPTION_TAG: reason})
         self.finish("KILLED")
 
     def fail(self, reason: str) -> None:
+        if self.abandoned:
+            return
         self.set_tags({STATUS_TAG: "failed", FAILURE_TAG: reason[:500]})
         self.finish("FAILED")
 

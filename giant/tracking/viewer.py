@@ -96,10 +96,17 @@ def _action(step: Step) -> dict[str, Any]:
     return {"kind": action.type, "text": text, "listed": listed}
 
 
-def _tool_call(record: ToolRecord) -> dict[str, Any]:
-    """A tool's result as the model got it, as its tool describes it (giant.tools)."""
+def _tool_call(record: ToolRecord, folder: Path) -> dict[str, Any]:
+    """A tool's result as the model got it, as its tool describes it (giant.tools), with the image it
+    kept beside the trajectory (`overlay`, e.g. the cells tool's detections) when it kept one."""
     shown = TOOLS[record.tool].describe(record)
-    return {"what": shown["summary"], "rows": shown["rows"]}
+    overlay = shown.get("overlay")
+    return {
+        "what": shown["summary"],
+        "rows": shown["rows"],
+        "overlay": overlay and _image_name(folder, overlay),
+        "overlay_file": overlay,
+    }
 
 
 def _figure(region: Region, number: int | None, folder: Path, kind: str = "crop") -> dict[str, Any]:
@@ -173,7 +180,7 @@ def _call(
         "figures": [
             _figure(region, n, folder, kind) for n, region in crops if region.call_index == call.index
         ],
-        "tools": [_tool_call(tool) for tool in tools if tool.call_index == call.index],
+        "tools": [_tool_call(tool, folder) for tool in tools if tool.call_index == call.index],
         "feedback": call.feedback,
         "usage": _usage(call.usage),
     }

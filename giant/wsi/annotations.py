@@ -12,11 +12,18 @@
 
 The grid is a giant.wsi.tissue.CropTissue (one bit per cell), so a crop's target fraction counts cells
 the way its tissue fraction does.
+
+A file is checked before it is used, because a wrong one would count as annotated misses: a GeoJSON
+target polygon needs numeric, finite coordinates inside the slide, rings that enclose an area and a
+geometry that is an object; a mask needs the slide's aspect (MASK_ASPECT_TOLERANCE). Anything else is
+an AnnotationError naming the file, the feature and the fix: the caller warns once and leaves the
+slide not annotated.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
@@ -33,6 +40,9 @@ ANNOTATION_SIDE = 2048  # cells on the long side of a GeoJSON grid (a 24 px mark
 # cell, ~12 MB as RGBA) rather than level 1 (~190 MB); a 1 µm/px crop then spans over a hundred cells.
 MASK_LEVEL_SIDE = 1024
 MAX_FLAT_PIXELS = 16_000_000  # read whole at most this (64 MB as RGBA): a larger mask must be a pyramid
+# A mask and its slide may differ in aspect by rounding at a coarse level (under 0.1% at 1024 px), not
+# by this much: a mask of another slide, or cropped, would put the targets in the wrong places.
+MASK_ASPECT_TOLERANCE = 0.02
 
 TIFF_SUFFIXES = (".tif", ".tiff")
 
@@ -57,15 +67,76 @@ def geojson_polygons(path: Path, targets: Collection[str]) -> list[Rings]:
     if not isinstance(features, list):
         raise AnnotationError(f"{path}: no `features` list; export a FeatureCollection from QuPath")
     found: list[Rings] = []
-    for feature in features:
+    for number, feature in enumerate(features):
         if not isinstance(feature, dict) or feature_class(feature) not in targets:
             continue
-        geometry = feature.get("geometry") or {}
-        kind, coords = geometry.get("type"), geometry.get("coordinates") or []
-        polygons = [coords] if kind == "Polygon" else coords if kind == "MultiPolygon" else []
-        for rings in polygons:
-            found.append([[(float(x), float(y)) for x, y, *_ in ring] for ring in rings])
-    return [polygon for polygon in found if polygon and polygon[0]]
+        where = f"{path}: feature {number}"
+        geometry = feature.get("geometry")
+        if geometry is None:  # GeoJSON allows a feature without a geometry: nothing to draw
+            continue
+        if not isinstance(geometry, dict):
+            raise AnnotationError(f"{where}: the geometry is {_kind(geometry)}, not an object; {_FIX}")
+        kind, coords = geometry.get("type"), geometry.get("coordinates")
+        if kind not in ("Polygon", "MultiPolygon"):
+            continue  # points and lines mark no area
+        polygons = [coords] if kind == "Polygon" else coords
+        if not isinstance(polygons, list) or not all(isinstance(rings, list) for rings in polygons):
+            raise AnnotationError(f"{where}: the {kind} coordinates are not lists of rings; {_FIX}")
+        found += [_polygon(where, rings) for rings in polygons if rings]
+    return found
+
+
+_FIX = "export the annotations from QuPath as GeoJSON again"
+
+
+def _kind(value: object) -> str:
+    return f"a {type(value).__name__} ({str(value)[:40]!r})"
+
+
+def _polygon(where: str, rings: list[object]) -> list[list[tuple[float, float]]]:
+    """A polygon's rings as level-0 points; AnnotationError for a point that is not two finite numbers
+    or a ring that encloses no area (fewer than three distinct points, or all on one line)."""
+    polygon = []
+    for ring in rings:
+        if not isinstance(ring, list):
+            raise AnnotationError(f"{where}: a ring is {_kind(ring)}, not a list of points; {_FIX}")
+        points = []
+        for point in ring:
+            if not (
+                isinstance(point, list)
+                and len(point) >= 2
+                and all(isinstance(v, int | float) and not isinstance(v, bool) for v in point[:2])
+            ):
+                raise AnnotationError(
+                    f"{where}: the point {str(point)[:40]} is not two numbers [x, y]; {_FIX}"
+                )
+            x, y = float(point[0]), float(point[1])
+            if not (math.isfinite(x) and math.isfinite(y)):
+                raise AnnotationError(f"{where}: the point [{x}, {y}] is not finite; {_FIX}")
+            points.append((x, y))
+        if _area(points) == 0.0:
+            raise AnnotationError(f"{where}: a ring encloses no area (its points lie on one line); {_FIX}")
+        polygon.append(points)
+    return polygon
+
+
+def _area(points: list[tuple[float, float]]) -> float:
+    """The ring's area (shoelace); 0 for a flat one; inf past float range (check_inside refuses those)."""
+    twice = sum(x0 * y1 - x1 * y0 for (x0, y0), (x1, y1) in zip(points, points[1:] + points[:1], strict=True))
+    return abs(twice) / 2 if math.isfinite(twice) else math.inf
+
+
+def check_inside(path: Path, polygons: list[Rings], width: int, height: int) -> None:
+    """AnnotationError when a point lies outside the `width` x `height` slide: the file was drawn on
+    another slide (or in other units), and its targets would be misplaced."""
+    for rings in polygons:
+        for ring in rings:
+            for x, y in ring:
+                if not (0 <= x <= width and 0 <= y <= height):
+                    raise AnnotationError(
+                        f"{path}: the point [{x:g}, {y:g}] lies outside the {width}x{height} slide; "
+                        "export the annotations of this slide, in level-0 pixels"
+                    )
 
 
 def polygons_grid(polygons: list[Rings], width: int, height: int, side: int = ANNOTATION_SIDE) -> CropTissue:
@@ -87,7 +158,9 @@ def geojson_grid(
     path: Path, width: int, height: int, targets: Collection[str], side: int = ANNOTATION_SIDE
 ) -> CropTissue:
     """The target classes' polygons of a QuPath GeoJSON export on a grid over the `width` x `height` slide."""
-    return polygons_grid(geojson_polygons(path, targets), width, height, side)
+    polygons = geojson_polygons(path, targets)
+    check_inside(path, polygons, width, height)
+    return polygons_grid(polygons, width, height, side)
 
 
 def feature_class(feature: Mapping[str, object]) -> str | None:
@@ -129,6 +202,11 @@ def mask_grid(
     `downsample`: slide level-0 pixels per pixel of the mask's own level 0 (None: fitted to the slide)."""
     values, level_downsample = _mask_values(path)
     rows, cols = values.shape
+    if abs(math.log((cols / rows) / (width / height))) > MASK_ASPECT_TOLERANCE:
+        raise AnnotationError(
+            f"{path}: a {cols}x{rows} mask does not have the {width}x{height} slide's aspect; "
+            "give the label mask of this slide, uncropped"
+        )
     per_cell = level_downsample * (
         downsample if downsample is not None else width / (cols * level_downsample)
     )

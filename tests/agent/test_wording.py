@@ -18,7 +18,7 @@ import pytest
 import giant.config  # noqa: F401  (registers `tools: all`, which composing a provider's S needs)
 from giant.agent import instructions
 from giant.agent.modes import find_mode, parse_agent
-from giant.agent.wording import SHIPPED_DIR, Wording
+from giant.agent.wording import SHIPPED_DIR, Wording, check_folder
 
 SHIPPED = json.loads((Path(__file__).with_name("data") / "shipped_prompts.json").read_text())
 
@@ -85,3 +85,63 @@ def test_a_template_without_a_required_field_is_refused_on_one_line(
         parse_agent({"mode": "giant", "prompts": str(tmp_path)}, "openai")
     message = str(info.value)
     assert named in message and f"{tmp_path / name}" in message
+
+
+@pytest.mark.parametrize(
+    ("name", "added", "named"),
+    [
+        # the attribute walk that ran a shell command under a plain Environment
+        ("system.j2", "{{ cycler.__init__.__globals__.os.popen('id').read() }}", "is unsafe"),
+        ("system.j2", "{{ ''.__class__.__mro__[1].__subclasses__() }}", "is unsafe"),
+        (
+            "system.j2",
+            "{% if max_steps > 99 %}{{ patient_name }}{% endif %}",
+            "{{ patient_name }} is not a field",
+        ),
+        ("steps_left.j2", "{% include 'other.j2' %}", "{% include %} is not allowed"),
+        ("steps_left.j2", "{% import 'macros.j2' as m %}", "{% import %} is not allowed"),
+        ("steps_left.j2", "{% extends 'base.j2' %}", "{% extends %} is not allowed"),
+        ("steps_left.j2", "{{ 'x' * 10000000 }}", "over 100,000"),
+        ("steps_left.j2", "{% for i in range(100000) %}{{ i }}{% endfor %}", "over 100,000 characters"),
+        (
+            "steps_left.j2",
+            "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}",
+            "over 1 s",
+        ),
+        ("steps_left.j2", "{{ left / 0 }}", "ZeroDivisionError"),
+    ],
+)
+def test_a_template_that_reaches_past_its_fields_is_refused_on_one_line_before_any_call(
+    tmp_path: Path, name: str, added: str, named: str
+) -> None:
+    """Rendered in the sandbox against sample fields when the settings are read: the run never starts."""
+    text = (SHIPPED_DIR / name).read_text()
+    (tmp_path / name).write_text(text + "\n" + added + "\n")
+    with pytest.raises(ValueError) as info:
+        check_folder(tmp_path)
+    message = str(info.value)
+    assert named in message and str(tmp_path / name) in message and "\n" not in message
+    with pytest.raises(ValueError, match=r"is not a field|cannot be rendered|is not allowed"):
+        parse_agent({"mode": "giant", "prompts": str(tmp_path)}, "openai")
+
+
+def test_the_refused_template_stops_the_dry_run_with_exit_2_and_runs_nothing(tmp_path: Path) -> None:
+    """The command line: one line naming the file, exit 2; the shell command never ran."""
+    import subprocess
+    import sys
+
+    marker = tmp_path / "ran"
+    (tmp_path / "words").mkdir()
+    system = (SHIPPED_DIR / "system.j2").read_text()
+    (tmp_path / "words" / "system.j2").write_text(
+        system + "{{ cycler.__init__.__globals__.os.popen('touch " + str(marker) + "').read() }}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "scripts/run_eval.py", "dry_run=true", "limit=1",
+         f"agent.prompts={tmp_path / 'words'}", f"hydra.run.dir={tmp_path / 'job'}"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("run_eval:")]
+    assert len(errors) == 1 and "system.j2 cannot be rendered" in errors[0] and "Traceback" not in done.stderr
+    assert not marker.exists()

@@ -67,3 +67,28 @@ def test_tee_keeps_whole_lines_and_the_last_state_of_a_redrawn_line() -> None:
     tee.write("\n")
     assert log.getvalue() == "100%|####|\ndone: accuracy 0.5\n"
     assert screen.getvalue() == "\r 10%|#   |\r100%|####|\ndone: accuracy 0.5\n"  # the terminal sees all
+
+
+def test_tee_and_the_log_handlers_redact_url_credentials_and_secret_values() -> None:
+    """A line that names a URL setting (`cannot reach provider.base_url=...`) or holds an environment
+    secret reaches neither the terminal nor run_eval.log whole (giant.secrets.redact)."""
+    import logging
+
+    from giant.cli.joblog import Redacting
+
+    screen, log = io.StringIO(), io.StringIO()
+    tee = Tee(screen, log, secrets=[SECRET])
+    tee.write(f"cannot reach provider.base_url=http://bob:pw-123456@10.0.0.1/v1 with {SECRET}\n")
+    expected = "cannot reach provider.base_url=http://***@10.0.0.1/v1 with ***\n"
+    assert screen.getvalue() == expected and log.getvalue() == expected
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(Redacting([SECRET]))
+    logger = logging.getLogger("giant.test_redacting")
+    logger.addHandler(handler)
+    try:
+        logger.warning("preflight: %s refused (%s)", "https://h/v1?api-key=k-987654", SECRET)
+    finally:
+        logger.removeHandler(handler)
+    assert stream.getvalue() == "preflight: https://h/v1?api-key=*** refused (***)\n"

@@ -80,6 +80,43 @@ def test_slides_missing_per_task_name_each_task_s_jobs(cli: Env) -> None:
         assert line.endswith(f"(2 of 4 sweep jobs: {jobs}agent.max_steps=2)"), line
 
 
+@pytest.mark.slow
+def test_odd_task_files_stop_the_sweep_before_it_starts_with_their_problem_lists(cli: Env) -> None:
+    """An answer `²` and a 5,000-byte slide name crashed each job mid-sweep (the check's exception was a
+    Hydra warning): now each file's problem list, exit 2, before any job starts."""
+    demo = build_demo(cli.tmp / "cache" / "demo")
+    slide = next(path for path in demo.wsi_root.rglob("*") if path.is_file())
+    grade = cli.tmp / "grade.csv"
+    grade.write_text(f"slide,question,options,answer\n{slide},Grade?,,\u00b2\n", encoding="utf-8")
+    named = cli.tmp / "named.csv"
+    named.write_text(f"slide,question,options,answer\n{'x' * 5000}.svs,Grade?,,1\n", encoding="utf-8")
+    lines = _refused(cli, "-m", "dataset=custom", f"dataset.path={grade},{named}", "provider=random")
+    text = "\n".join(lines)
+    assert f"run_eval: dataset.path={grade}: 1 problem(s)" in text
+    assert "row 1, column answer: '\u00b2' is not a label 0..5" in text
+    assert f"run_eval: dataset.path={named}: 1 problem(s)" in text
+    assert "row 1, column slide: " in text and "has a file name of 5,004 bytes" in text
+
+
+def test_a_data_check_that_fails_unforeseen_stops_the_sweep_on_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Not a warning and a sweep of crashing jobs: the exception becomes the sweep's problem line."""
+    from hydra import compose, initialize_config_dir
+
+    from giant.cli import sweep_check
+    from giant.config import CONF_DIR, RunSettings
+
+    def broken(settings: RunSettings) -> None:
+        raise KeyError("row")
+
+    monkeypatch.setattr(sweep_check, "check_data", broken)
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        settings = RunSettings.from_config(compose("config", [f"paths.wsi_root={tmp_path}"]))
+    (line,) = sweep_check.sweep_problems([(["limit=1"], settings)])
+    assert line.startswith("the data check failed (KeyError: 'row'); this is a bug") and "limit=1" in line
+
+
 def test_failed_jobs_are_one_line_per_cause() -> None:
     def outcome(job: int, code: int, message: str) -> JobOutcome:
         return JobOutcome(

@@ -101,3 +101,19 @@ def test_relative_sqlite_uri_is_anchored_at_the_project_root() -> None:
     assert absolute_sqlite_uri("sqlite:////tmp/a.db") == "sqlite:////tmp/a.db"
     assert absolute_sqlite_uri("http://host:5000") == "http://host:5000"
     assert Path(absolute_sqlite_uri("sqlite:///a.db").removeprefix("sqlite:///")).is_absolute()
+
+
+def test_a_task_file_that_is_a_directory_or_fifo_is_named_as_one(hydra_init: None, tmp_path: Path) -> None:
+    """Not "file not found": the path is there, but it is not a file."""
+    import os
+
+    (tmp_path / "cohort.csv").mkdir()
+    os.mkfifo(tmp_path / "fifo.csv")
+    base = ["dataset=custom"]
+    assert _error([*base, f"dataset.path={tmp_path / 'cohort.csv'}"]).endswith(
+        "cohort.csv: a directory, not a file; pass your task file (CSV or JSONL)"
+    )
+    assert "fifo.csv: a FIFO (named pipe), not a file" in _error(
+        [*base, f"dataset.path={tmp_path / 'fifo.csv'}"]
+    )
+    assert "missing.csv: no such file" in _error([*base, f"dataset.path={tmp_path / 'missing.csv'}"])

@@ -5,6 +5,8 @@ tests/cli/test_custom_tasks.py."""
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -113,6 +115,60 @@ def test_every_problem_is_one_line_naming_row_column_and_fix(tmp_path: Path, sli
     assert lines[4].startswith("row 3, column slide: '../outside.svs' leaves dataset.wsi_root")
     assert lines[5].startswith("row 3, column answer: '7' is not a label 0..5")
     assert len(lines) == 6
+
+
+def test_odd_answers_and_slide_paths_are_problem_lines_not_tracebacks(tmp_path: Path, slides: Path) -> None:
+    """`²` passes str.isdigit but not int(); a NUL or a 5,000-byte name cannot be a file name (the file
+    system would raise ValueError or ENAMETOOLONG); a directory or FIFO is said to be one."""
+    (tmp_path / "a_dir.svs").mkdir()
+    os.mkfifo(tmp_path / "a_pipe.svs")
+    rows = [
+        {"slide": "s1.svs", "question": "Grade?", "options": "", "answer": "\u00b2"},
+        {"slide": "s1.svs", "question": "Organ?", "options": ["Liver", "Lung"], "answer": "\u00b2"},
+        {"slide": "s1\u0000.svs", "question": "Q", "answer": 1},
+        {"slide": "x" * 5000 + ".svs", "question": "Q", "answer": 1},
+        {"slide": str(tmp_path / "a_dir.svs"), "question": "Q", "answer": 1},
+        {"slide": str(tmp_path / "a_pipe.svs"), "question": "Q", "answer": 1},
+    ]
+    path = _write(tmp_path, "".join(json.dumps(row) + "\n" for row in rows), "odd.jsonl")
+    lines = _problems(path, slides)
+    assert lines[0] == (
+        "row 1, column answer: '\u00b2' is not a label 0..5; without options the answer is a grade label "
+        "(give options for other answers)"
+    )
+    assert lines[1].startswith("row 2, column answer: '\u00b2' is not among the options")
+    assert lines[2].startswith("row 3, column slide: ") and "holds a NUL character" in lines[2]
+    assert lines[3].startswith("row 4, column slide: ") and "has a file name of 5,004 bytes" in lines[3]
+    fix = "give the slide's file path"
+    assert lines[4] == f"row 5, column slide: {tmp_path / 'a_dir.svs'}: a directory, not a file; {fix}"
+    assert (
+        lines[5] == f"row 6, column slide: {tmp_path / 'a_pipe.svs'}: a FIFO (named pipe), not a file; {fix}"
+    )
+    assert len(lines) == 6
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_a_task_file_that_is_a_directory_or_fifo_is_named_as_one_and_never_read(
+    tmp_path: Path, slides: Path, kind: str
+) -> None:
+    """A FIFO is not opened: reading one waits for a writer (here a writer waits, so a read would end
+    with an empty file, not the line)."""
+    path = tmp_path / "cohort.csv"
+    if kind == "directory":
+        path.mkdir()
+    else:
+        os.mkfifo(path)
+        writer = threading.Thread(target=lambda: path.write_text(HEADER), daemon=True)
+        writer.start()
+    try:
+        lines = _problems(path, slides)
+    finally:
+        if kind == "fifo":  # release the writer whatever happened
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            writer.join(5)
+            os.close(fd)
+    what = "a directory, not a file" if kind == "directory" else "a FIFO (named pipe), not a file"
+    assert lines == [f"file: {what}; pass your task file (CSV or JSONL)"]
 
 
 def test_a_long_list_shows_the_first_problems_and_counts_the_rest(tmp_path: Path, slides: Path) -> None:

@@ -72,3 +72,27 @@ def test_locate_all_lists_every_problem(tmp_path: Path) -> None:
     assert isinstance(located["panda/7"], SlidePathInvalid) and "leaves the WSI root" in str(
         located["panda/7"]
     )
+
+
+@pytest.mark.parametrize(
+    ("bad", "named"),
+    [("A\0.svs", "holds a NUL character"), ("x" * 5000 + ".svs", "a file name of 5,004 bytes")],
+)
+def test_a_path_no_file_system_can_hold_is_refused_not_a_traceback(
+    tmp_path: Path, bad: str, named: str
+) -> None:
+    """A NUL made os.stat raise ValueError, a 5,000-byte name ENAMETOOLONG, both escaping the search."""
+    with pytest.raises(SlidePathInvalid) as info:
+        resolve_slide(tmp_path, item(bad))
+    assert named in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_directory_or_fifo_where_the_slide_should_be_is_named(tmp_path: Path) -> None:
+    import os
+
+    (tmp_path / "E.svs").mkdir()
+    os.mkfifo(tmp_path / "F.svs")
+    with pytest.raises(SlideMissing, match=r"E\.svs is a directory, not a file"):
+        resolve_slide(tmp_path, item("E.svs"))
+    with pytest.raises(SlideMissing, match=r"F\.svs is a FIFO \(named pipe\), not a file"):
+        resolve_slide(tmp_path, item("F.svs"))

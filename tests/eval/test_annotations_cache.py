@@ -95,3 +95,67 @@ def test_a_png_label_mask_reads_and_draws_its_target_area(tmp_path: Path) -> Non
     assert grid.fraction(TARGET) == 1.0 and grid.fraction(Box(x=0, y=0, w=800, h=800)) == 0.0
     (ring,) = found.outlines(SLIDE, WIDTH, HEIGHT)
     assert ring[0] == (TARGET.x, TARGET.y) and ring[2] == (TARGET.right, TARGET.bottom)
+
+
+def _feature(geometry: object) -> dict[str, object]:
+    return {"type": "Feature", "geometry": geometry, "properties": {"classification": {"name": "Tumor"}}}
+
+
+def _polygon(ring: list[list[object]]) -> dict[str, object]:
+    return {"type": "Polygon", "coordinates": [ring]}
+
+
+SQUARE = [[1000, 1000], [1800, 1000], [1800, 1600], [1000, 1600], [1000, 1000]]
+
+
+@pytest.mark.parametrize(
+    ("geometry", "named"),
+    [
+        (_polygon([[str(x), str(y)] for x, y in SQUARE]), "is not two numbers [x, y]"),  # string coordinates
+        (_polygon([[1000, 1000], [1400, 1300], [1800, 1600], [1000, 1000]]), "encloses no area"),  # flat ring
+        ("POLYGON ((1000 1000, 1800 1000, 1800 1600))", "the geometry is a str"),  # WKT, not an object
+        (_polygon([[float("nan"), 1000], *SQUARE[1:]]), "is not finite"),
+        (_polygon([[1e308, 1000], *SQUARE[1:]]), "lies outside the 4000x3000 slide"),
+        (
+            _polygon([[x * 10, y * 10] for x, y in SQUARE]),
+            "lies outside the 4000x3000 slide",
+        ),  # another slide
+        ({"type": "MultiPolygon", "coordinates": "[[...]]"}, "not lists of rings"),
+    ],
+    ids=["string_coordinates", "flat_ring", "string_geometry", "nan", "1e308", "other_slide", "multipolygon"],
+)
+def test_a_bad_geojson_is_one_warning_and_the_slide_is_not_annotated(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, geometry: object, named: str
+) -> None:
+    """Before: a ValueError/TypeError/AttributeError out of the worker (the job lost), or a silent
+    grid that counted every crop as a miss. Now one warning naming the file, and no grid, no outline."""
+    folder = tmp_path / "annotations"
+    folder.mkdir()
+    path = folder / "case_07.geojson"
+    good = _feature(_polygon(SQUARE))
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": [good, _feature(geometry)]}))
+    found = Annotations(_settings(folder))
+    with caplog.at_level("WARNING", logger="giant.eval.annotations"):
+        assert found.target(SLIDE, WIDTH, HEIGHT) is None
+        assert found.outlines(SLIDE, WIDTH, HEIGHT) == []
+        assert found.target(SLIDE, WIDTH, HEIGHT) is None  # read once: no second warning
+    (record,) = caplog.records
+    message = record.getMessage()
+    assert named in message and str(path) in message
+    assert "\n" not in message
+
+
+def test_a_mask_of_another_aspect_is_one_warning_and_the_slide_is_not_annotated(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 4:3 slide with a square mask: read, it would put the targets in the wrong places."""
+    folder = tmp_path / "masks"
+    folder.mkdir()
+    values = np.full((1000, 1000), 3, dtype=np.uint8)
+    Image.fromarray(values).save(folder / "case_07_mask.png")
+    found = Annotations(_settings(folder))
+    with caplog.at_level("WARNING", logger="giant.eval.annotations"):
+        assert found.target(SLIDE, WIDTH, HEIGHT) is None
+        assert found.outlines(SLIDE, WIDTH, HEIGHT) == []
+    (record,) = caplog.records
+    assert "a 1000x1000 mask does not have the 4000x3000 slide's aspect" in record.getMessage()

@@ -82,7 +82,8 @@ class GeminiServer:
     def __init__(self, *, answer_at: int = 3, polls: int = 1) -> None:
         self.answer_at = answer_at
         self.polls = polls
-        self.fail: list[tuple[int, dict[str, Any]]] = []  # error replies for the next requests, in order
+        # error replies for the next requests, in order (a bytes body is sent as it is: a broken reply)
+        self.fail: list[tuple[int, dict[str, Any] | bytes]] = []
         self.finish = ""  # a finish reason for every reply (e.g. SAFETY)
         self.block = ""  # a prompt block reason for every reply
         self.usage = {"promptTokenCount": 0, "candidatesTokenCount": 60, "thoughtsTokenCount": 40}
@@ -103,7 +104,7 @@ class GeminiServer:
 
     # ------------------------------------------------------------------ model
 
-    def reply(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def reply(self, body: dict[str, Any]) -> tuple[int, dict[str, Any] | bytes]:
         """The reply to one generateContent body (shared by direct calls and batch lines)."""
         with self._lock:
             missing = self._missing_signature(body)
@@ -271,7 +272,7 @@ def _handler(server: GeminiServer) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _send(self, status: int, body: Any) -> None:
-            data = json.dumps(body).encode()
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()  # bytes: sent as they are
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))

@@ -5,6 +5,9 @@ llama.cpp do (tests/llm/open_server.py)."""
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -249,3 +252,62 @@ def test_a_context_overflow_ends_the_item_with_its_cause_and_the_knobs(
     assert (second.status, second.cause) == ("context_exceeded", "context")
     assert "the request exceeds the model's context (max_model_len 8192" in second.reason
     assert "agent.max_images_in_context" in second.reason and "agent.crop_size" in second.reason
+
+
+class _NotJson(BaseHTTPRequestHandler):
+    """Answers 200 to everything with `body` (a web page, a proxy's notice, or nothing), except a
+    proper model list when `list_ok`: the chat request then meets the odd body."""
+
+    body = b""
+    content_type = "application/json"
+    list_ok = False
+
+    def _answer(self) -> None:
+        if self.list_ok and self.path.endswith("/models"):
+            body, kind = (
+                json.dumps({"object": "list", "data": [{"id": QWEN, "object": "model"}]}).encode(),
+                ("application/json"),
+            )
+        else:
+            body, kind = self.body, self.content_type
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "list_ok", "what"),
+    [
+        (b"<html>Welcome to nginx</html>", "application/json", False, "GET /models"),
+        (b"<html>Welcome to nginx</html>", "text/html", False, "GET /models"),
+        (b"", "application/json", False, "GET /models"),
+        (b"<html>Welcome to nginx</html>", "application/json", True, "POST /chat/completions"),
+        (b"", "application/json", True, "POST /chat/completions"),
+        (b"not json", "text/plain", True, "POST /chat/completions"),
+    ],
+)
+def test_a_200_whose_body_is_not_json_is_one_line_naming_the_server(
+    body: bytes, content_type: str, list_ok: bool, what: str
+) -> None:
+    """Before: json.JSONDecodeError out of the SDK, a traceback."""
+    handler = type("Handler", (_NotJson,), {"body": body, "content_type": content_type, "list_ok": list_ok})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        with pytest.raises(ConfigError) as info:
+            preflight(settings(base_url), NEED_20)
+    finally:
+        server.shutdown()
+        server.server_close()
+    message = str(info.value)
+    assert message.startswith(f"provider.base_url={base_url} answered {what} with a 200 that is not"), message
+    assert "(it usually ends in /v1)" in message and "\n" not in message

@@ -53,7 +53,7 @@ def test_every_pydantic_constraint_is_in_the_schema() -> None:
                 continue
             assert constraints(action[name]) == constraints(prop), name
             checked += bool(constraints(prop))
-    assert checked == 7  # x, y, width, height, text (answer and note), hypotheses
+    assert checked == 15  # x, y, width, height (crop, cells, caption), text (answer and note), hypotheses
     reasoning = Step.model_json_schema()["properties"]["reasoning"]
     assert constraints(schema["properties"]["reasoning"]) == constraints(reasoning)
 

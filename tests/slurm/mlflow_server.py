@@ -18,9 +18,10 @@ START_TIMEOUT_S = 120  # a cold import of MLflow's server on a busy 2-core machi
 
 
 class MlflowServer:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, port: int | None = None) -> None:
+        """`port`: that of an earlier server on the same `root`, to bring it back after an outage."""
         self.root = root
-        self.port = free_port()
+        self.port = free_port() if port is None else port
         self.log = root / "mlflow_server.log"
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(

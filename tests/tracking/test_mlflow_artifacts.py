@@ -52,6 +52,18 @@ def test_predictions_keep_the_latest_record_and_matrix_counts_failures(tmp_path:
     assert write_predictions(JobLayout(tmp_path / "absent")) is None
 
 
+def test_predictions_write_a_formula_in_a_reason_as_text(tmp_path: Path) -> None:
+    """A failure's reason can quote the model or the server: a spreadsheet must not run it (OWASP)."""
+    layout = JobLayout(tmp_path)
+    hostile = '=HYPERLINK("http://attacker.example","open")'
+    with ResultsWriter(layout.results) as writer:
+        writer.append(_record("d/1", None, 2).model_copy(update={"reason": hostile}))
+        writer.append(_record("d/2", 2, 2).model_copy(update={"reason": "-12"}))
+    frame = pd.read_csv(write_predictions(layout), dtype=str)
+    assert list(frame["reason"]) == ["'" + hostile, "-12"]  # a number stays a number
+    assert list(frame["truth"]) == ["2", "2"]  # numbers are written as before
+
+
 def _items() -> list[Item]:
     return [
         Item(

@@ -54,7 +54,11 @@ class Mode(Generic[C]):
         return None
 
     def run_name(self, cfg: C, dataset: str) -> str:
-        return f"{dataset}-{self.name}-T{cfg.max_steps}-S{cfg.crop_size}"
+        """e.g. tcga-giant-T20-S1000, and the tools a run enables: tcga-giant-T20-S1000-cells+caption."""
+        tools = getattr(cfg, "tools", ())
+        return f"{dataset}-{self.name}-T{cfg.max_steps}-S{cfg.crop_size}" + (
+            "-" + "+".join(tools) if tools else ""
+        )
 
     def row_detail(self, setting: str, value: SettingValue) -> str:
         """How a row label shows one of `row_settings` when it varies within the mode."""

@@ -7,13 +7,14 @@ import csv
 import io
 from collections.abc import Callable
 
+from giant.tracking.safe_cells import csv_row, markdown_text
 from giant.tracking.tables.rows import INCOMPLETE_MARK, INCOMPLETE_NOTE, MISSING, TIERS, Cell, Table, title
 
 
 def markdown_lines(header: list[str], rows: list[list[str]]) -> list[str]:
-    """A markdown table: the header, its rule, one line per row."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return lines + ["| " + " | ".join(cells) + " |" for cells in rows]
+    """A markdown table: the header, its rule, one line per row (HTML in a cell escaped)."""
+    lines = ["| " + " | ".join(map(markdown_text, header)) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(map(markdown_text, cells)) + " |" for cells in rows]
 
 
 def grid(table: Table, cell: Callable[[Cell], str]) -> list[list[str]]:
@@ -92,7 +93,8 @@ def cells_csv(table: Table) -> str:
             calls = [_blank(None if tiers is None else tiers.calls(t)) for t in TIERS]
             costs = [_blank(None if tiers is None else tiers.cost(t)) for t in TIERS]
             head = [row.method, row.model, task, round(cell.mean, 4), round(cell.std, 4)]
-            writer.writerow([*head, *map(_blank, values), *calls, *costs, cell.complete, cell.run_id])
+            tail = [cell.complete, cell.run_id]
+            writer.writerow(csv_row([*head, *map(_blank, values), *calls, *costs, *tail]))
     return buf.getvalue()
 
 
@@ -139,6 +141,6 @@ def to_latex(table: Table) -> str:
 def to_csv(table: Table) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["method", "model", *table.tasks])
-    writer.writerows(grid(table, Cell.text))
+    writer.writerow(csv_row(["method", "model", *table.tasks]))
+    writer.writerows(map(csv_row, grid(table, Cell.text)))
     return buf.getvalue()

@@ -150,6 +150,8 @@ def _record(run: Run, logged: dict[str, float]) -> RunRecord | None:
         cost_per_item=logged.get("cost_per_item"),
         tiers=_tiers(logged),
         complete=tags.get(STATUS_TAG) != "incomplete",
+        # summary.json's setup_causes as logged (MLflow setup_<cause>): their sum is n_unmeasured
+        unmeasured=_count(sum(v for path, v in logged.items() if path.startswith("setup_causes."))) or 0,
         dataset_digest=tags.get(DATASET_DIGEST_TAG, ""),
         navigation={
             path.removeprefix("navigation."): value

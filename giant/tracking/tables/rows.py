@@ -66,7 +66,11 @@ class RunRecord(BaseModel):
     failed: int | None = None  # items without a scored answer (n_items - n_scored)
     cost_per_item: float | None = None  # USD; None: unknown (a model without a price, or not logged)
     tiers: TierSpend | None = None  # calls and dollars per billing tier (None: not logged)
-    complete: bool = True  # False: a budget stop, interruption or missing slides left items unmeasured
+    complete: bool = True  # False: a budget stop or an interruption left items unmeasured
+    # item-runs that measured nothing (summary.json n_unmeasured, the sum of its setup causes logged as
+    # MLflow setup_<cause>): any leaves the run out of the table, whose metric would count them as the
+    # model's failures
+    unmeasured: int = 0
     # The per-run mean of a k-run job (giant.tracking.tables.load): k, the runs it averages; this record
     # then has runs_per_item 1 and the job's other fields. None: the run's own metric.
     per_run_mean_of: int | None = None
@@ -109,7 +113,7 @@ RowKey = tuple[str, int, tuple[tuple[str, SettingValue], ...], str, tuple[str, .
 
 INCOMPLETE_MARK = "†"
 INCOMPLETE_NOTE = (
-    f"{INCOMPLETE_MARK} incomplete run (budget stop, interruption or missing slides): not every item was "
+    f"{INCOMPLETE_MARK} incomplete run (budget stop or interruption): not every item was "
     "measured; the run's incomplete_reason tag says why."
 )
 
@@ -159,6 +163,8 @@ class Table(BaseModel):
     superseded: int = 0  # older runs of the same row and task, replaced by the newest
     # one line per task whose cells scored different versions of its questions (giant.data.digest)
     version_warnings: list[str] = []
+    # one line per run left out for its unmeasured item-runs: never a cell (giant.eval.causes)
+    left_out: list[str] = []
 
     @property
     def has_incomplete(self) -> bool:
@@ -248,7 +254,12 @@ def task_columns(present: Iterable[str]) -> list[str]:
 
 
 def build_table(records: Iterable[RunRecord]) -> Table:
-    latest, superseded = latest_per_row_and_task(records)
+    """The newest measured run of each row and task as its cell; a run with unmeasured item-runs is
+    no cell (its metric would count a server's or a slide's failures as the model's): a line in
+    `left_out` names it instead."""
+    records = list(records)
+    measured = [rec for rec in records if not rec.unmeasured]
+    latest, superseded = latest_per_row_and_task(measured)
     varying = _varying_by_mode(latest)
     rows: dict[RowKey, Row] = {}
     for rec in sorted(latest, key=lambda r: sort_key(r.row_key)):
@@ -262,6 +273,15 @@ def build_table(records: Iterable[RunRecord]) -> Table:
         rows=list(rows.values()),
         superseded=superseded,
         version_warnings=version_warnings(latest),
+        left_out=[_left_out(rec) for rec in records if rec.unmeasured and rec.per_run_mean_of is None],
+    )
+
+
+def _left_out(rec: RunRecord) -> str:
+    of = f" of {rec.n_items * rec.runs_per_item}" if rec.n_items is not None else ""
+    return (
+        f"run {rec.run_id} ({rec.task}, {rec.agent_mode}, {rec.model}) is no cell: {rec.unmeasured}{of} "
+        "item-runs unmeasured (its incomplete_reason tag says why); rerun its command to measure them"
     )
 
 

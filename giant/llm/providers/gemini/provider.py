@@ -49,6 +49,7 @@ from giant.llm.schema import (
     step_to_data,
     tool_for,
 )
+from giant.llm.sdk_errors import unreadable_reply
 from giant.llm.sdk_provider import SdkProvider, length_label
 from giant.llm.types import (
     AnswerAction,
@@ -243,7 +244,7 @@ class GeminiProvider(SdkProvider[GeminiSettings]):
         secret = self._key or None
         if request.get("service_tier") != FLEX:
             response = await sdk_call(self._create(request, None), secret=secret)
-            return _billed(response, "standard")
+            return _billed(_not_empty(response), "standard")
         response, tier = await send_flex(
             lambda tier: self._create(request, tier),
             model=self.model,
@@ -251,7 +252,7 @@ class GeminiProvider(SdkProvider[GeminiSettings]):
             fallback=self.cfg.flex_fallback,
             secret=secret,
         )
-        return _billed(response, tier)
+        return _billed(_not_empty(response), tier)
 
     def _tokens(self, response: Any) -> Usage:
         raw = rebuilt(response).usage_metadata
@@ -328,6 +329,16 @@ class GeminiProvider(SdkProvider[GeminiSettings]):
 
 
 # ----------------------------------------------------------------------------- parts
+
+
+def _not_empty(response: Any) -> Any:
+    """The reply, unless it says nothing at all (no candidate, no prompt feedback, no usage): what the
+    SDK makes of a 200 with an empty body, a server fault retried as one (never kept in the ledger)."""
+    if isinstance(response, types.GenerateContentResponse) and not (
+        response.candidates or response.prompt_feedback or response.usage_metadata
+    ):
+        raise unreadable_reply("gemini", "an empty reply (no candidate, no usage)")
+    return response
 
 
 def rebuilt(response: Any) -> types.GenerateContentResponse:

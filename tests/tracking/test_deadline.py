@@ -1,0 +1,58 @@
+"""giant.tracking.deadline: the job's last MLflow calls run in a worker while the job watches the
+server. Real threads and a real clock; the server is a probe that answers or not, and the work real
+callables (an upload that takes its time, a server error, a bug)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+import pytest
+from mlflow.exceptions import MlflowException
+
+from giant.interrupt import Interrupted, StopRequest
+from giant.tracking.deadline import TrackingUnreachable, server_probe, within
+
+
+def test_a_silent_server_ends_the_wait_after_the_bound() -> None:
+    release = threading.Event()
+    with pytest.raises(TrackingUnreachable, match=r"did not answer for 0\.5 s"):
+        within(0.5, release.wait, answers=lambda: False)
+    release.set()
+
+
+def test_a_server_that_answers_is_waited_for_past_the_bound() -> None:
+    """A large job folder uploads longer than the bound: the server answers, so the job waits."""
+    done = []
+    within(0.2, lambda: done.append(threading.Event().wait(1.0)), answers=lambda: True)
+    assert done == [False]  # the work ran to its end
+
+
+def test_a_sigterm_ends_the_wait_within_a_poll() -> None:
+    stop = StopRequest()
+    release = threading.Event()
+    threading.Timer(0.3, stop.request, args=(signal.SIGTERM,)).start()
+    with pytest.raises(Interrupted, match="SIGTERM"):
+        within(600, release.wait, answers=lambda: True, stop=stop)
+    release.set()
+
+
+def test_a_server_error_is_an_outage_and_a_bug_is_a_bug() -> None:
+    def refused() -> None:
+        raise MlflowException("API request to http://127.0.0.1:1/api failed: Connection refused\nand more")
+
+    with pytest.raises(TrackingUnreachable, match=r"^failed \(API request .* Connection refused\)$"):
+        within(60, refused, answers=None)
+
+    def bug() -> None:
+        raise TypeError("a bug in giant")
+
+    with pytest.raises(TypeError, match="a bug in giant"):
+        within(60, bug, answers=None)
+
+
+def test_only_a_remote_server_is_probed() -> None:
+    assert server_probe("sqlite:////tmp/mlflow.db") is None
+    assert server_probe("file:///tmp/mlruns") is None
+    probe = server_probe("http://127.0.0.1:1")  # nothing listens on port 1
+    assert probe is not None and probe() is False

@@ -1,0 +1,169 @@
+"""A remote MLflow server that goes away as a job ends (issue 39): the real CLI in a subprocess, a real
+`mlflow server` on 127.0.0.1 that the job kills (SIGKILL) right after writing its job folder, before
+its last MLflow calls. The job waits at most tracking.finish_timeout_s, then ends with one line and
+exit 6, no traceback; its records are on disk. Once the server is back on the same port and store,
+the same command logs them: the MLflow run is reattached and FINISHED, none is left RUNNING. Ctrl-C
+and SIGTERM during the wait end the job at once (130 and 143), not after MLflow's minutes of retries."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from giant.errors import EXIT_INTERRUPTED, EXIT_UNTRACKED
+from tests.cli.test_run_eval import ROOT, SCRIPT, TIMEOUT
+from tests.slurm.mlflow_server import MlflowServer
+
+# The real CLI, whose job kills the tracking server once its job folder is written (giant.job's
+# write_outputs), so that only the job's last MLflow calls meet the outage.
+OUTAGE_CLI = textwrap.dedent(
+    """
+    import os, pathlib, runpy, signal, sys
+
+    import giant.job
+
+    real_write_outputs = giant.job.write_outputs
+
+    def write_outputs(*args, **kwargs):
+        files = real_write_outputs(*args, **kwargs)
+        os.killpg(int(os.environ["OUTAGE_SERVER_PGID"]), signal.SIGKILL)
+        pathlib.Path(os.environ["OUTAGE_FLAG"]).touch()
+        return files
+
+    giant.job.write_outputs = write_outputs
+    sys.argv[0] = sys.argv.pop(1)
+    runpy.run_path(sys.argv[0], run_name="__main__")
+    """
+)
+FLAG_WAIT_S = 240  # the job reaching its end on a busy 2-core machine
+
+
+def _env(tmp: Path, server: MlflowServer) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
+    env.update(
+        PYTHONPATH=str(ROOT),
+        GIANT_CACHE_DIR=str(tmp / "cache"),
+        GIANT_OUTPUT_DIR=str(tmp / "outputs"),
+        OUTAGE_SERVER_PGID=str(server.proc.pid),  # start_new_session: its pid is its group
+        OUTAGE_FLAG=str(tmp / "server_killed"),
+    )
+    return env
+
+
+def _args(server: MlflowServer, job_dir: Path, timeout_s: float) -> list[str]:
+    return [
+        "provider=random",
+        "agent.max_steps=2",
+        "limit=2",
+        f"tracking.uri={server.uri}",
+        f"tracking.finish_timeout_s={timeout_s}",
+        f"hydra.run.dir={job_dir}",
+    ]
+
+
+def _started(root: Path, port: int | None = None) -> MlflowServer:
+    root.mkdir(exist_ok=True)
+    server = MlflowServer(root, port)
+    try:
+        server.wait_ready()
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def _job_runs(uri: str) -> list:
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name("giant")
+    return client.search_runs([experiment.experiment_id]) if experiment else []
+
+
+@pytest.mark.slow
+def test_a_server_gone_at_the_jobs_end_is_one_line_exit_6_and_the_rerun_logs_it(tmp_path: Path) -> None:
+    server = _started(tmp_path / "server")
+    env = _env(tmp_path, server)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", OUTAGE_CLI, str(SCRIPT), *_args(server, tmp_path / "job1", 3)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+    finally:
+        server.stop()
+    assert (tmp_path / "server_killed").is_file(), proc.stderr[-3000:]
+    assert proc.returncode == EXIT_UNTRACKED, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"run_eval: MLflow at {server.uri} did not answer for 3 s"), last
+    assert "tracking.finish_timeout_s=3" in last and "rerun the same command" in last
+    assert str(tmp_path / "job1") in last
+    assert json.loads((tmp_path / "job1" / "summary.json").read_text())["complete"] is True
+    assert f"-> {tmp_path / 'job1'}" in proc.stdout  # the summary line, as ever
+
+    back = _started(tmp_path / "server", server.port)  # the same store, the same address
+    try:
+        rerun = subprocess.run(
+            [sys.executable, str(SCRIPT), *_args(back, tmp_path / "job2", 3)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+        assert rerun.returncode == 0, rerun.stderr[-3000:]
+        assert "resuming run key" in rerun.stdout
+        runs = _job_runs(back.uri)
+    finally:
+        back.stop()
+    assert [run.info.status for run in runs] == ["FINISHED"]  # reattached, not a second run
+    assert runs[0].data.tags["status"] == "complete" and "metric_boot_mean" in runs[0].data.metrics
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_waiting_for_the_server_ends_the_job_at_once(tmp_path: Path) -> None:
+    """SIGINT as a terminal's Ctrl-C sends it (SIGTERM takes the same path: test_deadline.py)."""
+    signum, code = signal.SIGINT, EXIT_INTERRUPTED
+    server = _started(tmp_path / "server")
+    env = _env(tmp_path, server)
+    flag = tmp_path / "server_killed"
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", OUTAGE_CLI, str(SCRIPT), *_args(server, tmp_path / "job", 600)],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + FLAG_WAIT_S
+        while not flag.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert flag.exists(), "the job never reached its end"
+        time.sleep(1)  # inside the wait for the server now (a 600 s bound)
+        proc.send_signal(signum)
+        try:
+            # MLflow's own retries would hold it for minutes; the bound for a signal is seconds
+            _, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            pytest.fail(f"{signal.Signals(signum).name} was not honoured within 10 s of the server's outage")
+    finally:
+        server.stop()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code, err[-3000:]
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("run_eval: ") and "rerun the same command" in err
