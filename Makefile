@@ -28,11 +28,12 @@ install-serve: $(VENV_STAMP) ## add transformers serve (server=transformers, tes
 # Two pytest-xdist workers: most tests wait on subprocesses and servers, so two cores run the suite in
 # about two thirds of the serial time; the SLURM tests share one worker and one private cluster.
 TEST_WORKERS ?= 2
+# --durations: the 25 slowest tests at the end of the output (CI's log shows where the time goes).
 test: $(VENV_STAMP) ## run the whole offline test suite (slow tests included)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 test-fast: $(VENV_STAMP) ## run the tests not marked slow
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not slow"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not slow" --durations=25
 
 lint: $(VENV_STAMP) ## ruff + mypy
 	$(PY) -m ruff check giant scripts tests benchmarks

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from giant.atomic import write_atomic
 from giant.config import RunSettings, one_line, resolve
+from giant.context import JobContext
 from giant.data.fetch.masks import kaggle_auth, mask_plan
 from giant.data.fetch.plan import build_plan
 from giant.data.fetch.run import http_client, run_plan
@@ -23,7 +23,7 @@ from giant.errors import ConfigError
 from giant.job import load_data
 
 EXIT_OK, EXIT_INCOMPLETE = 0, 1
-CHECK_FILE = "slide_check.json"  # every row of a check, in the check's Hydra output folder
+CHECK_FILE = "slide_check.json"  # every row of a check, in the check's output folder
 
 
 class FetchOptions(BaseModel):
@@ -41,12 +41,13 @@ class FetchOptions(BaseModel):
     )
 
 
-def fetch_job(cfg: DictConfig) -> int:
-    """Fetch (or with check=true only check) the slides of the configured items; the exit code is 0
-    only when every requested slide is present and verified (readable, for the check)."""
+def fetch_job(cfg: DictConfig, context: JobContext) -> int:
+    """Fetch (or with check=true only check, into `context.output_dir`) the slides of the configured
+    items; the exit code is 0 only when every requested slide is present and verified (readable, for
+    the check)."""
     made = _new_root(cfg)
     try:
-        return _fetch(cfg)
+        return _fetch(cfg, context)
     except BaseException:  # a fetch that failed before writing a slide leaves no empty slide folder
         if made is not None and made.is_dir() and not any(made.iterdir()):
             made.rmdir()
@@ -63,14 +64,14 @@ def _new_root(cfg: DictConfig) -> Path | None:
     return None if root is None or Path(str(root)).exists() else Path(str(root))
 
 
-def _fetch(cfg: DictConfig) -> int:
+def _fetch(cfg: DictConfig, context: JobContext) -> int:
     options, settings = _settings(cfg)
     data = load_data(settings)
     if options.check:
         from giant.data.check import check_slides  # late: OpenSlide only when checking
 
         checked = check_slides(data.items, data.wsi_root)
-        saved = Path(HydraConfig.get().runtime.output_dir) / CHECK_FILE
+        saved = context.output_dir / CHECK_FILE
         write_atomic(saved, checked.model_dump_json(indent=1).encode())
         print(checked.render(saved))
         return EXIT_OK if checked.ok else EXIT_INCOMPLETE

@@ -1,7 +1,8 @@
-"""One Hydra job, end to end: settings -> items -> provider -> runner -> MLflow.
+"""One job, end to end: settings -> items -> provider -> runner -> MLflow.
 
-scripts/run_eval.py only hands the composed config here; everything a job does lives in this module
-so it can be read top to bottom and tested without the CLI.
+scripts/run_eval.py (giant.cli) and giant.evaluate only hand the composed config and the job's context
+(giant.context) here; everything a job does lives in this module so it can be read top to bottom and
+tested without the CLI.
 """
 
 from __future__ import annotations
@@ -9,14 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from giant.config import RunSettings
+from giant.context import JobContext
 from giant.core import Item
 from giant.data.defects import Defect
 from giant.errors import EXIT_INCOMPLETE, EXIT_SETUP, EXIT_UNTRACKED, ConfigError, RunStopped
@@ -143,17 +144,17 @@ def select_items(items: Sequence[Item], *, limit: int | None, item_ids: Sequence
     return chosen[:limit] if limit is not None else chosen
 
 
-def run_job(cfg: DictConfig) -> float | None:
-    """Run one job in Hydra's job directory; returns the main metric (None for a dry run). With
+def run_job(cfg: DictConfig, context: JobContext) -> Summary | None:
+    """Run one job in `context.output_dir`; returns its summary (None for a dry run). With
     `server=...` the job first starts its own model server and stops it when it ends."""
     server = _server(cfg)
     settings = RunSettings.from_config(cfg)  # checked whole before a server starts
     if server is None or settings.run.dry_run:
-        return _run(settings)
+        return _run(settings, context)
     from giant.llm.serve import served
 
-    with served(server, settings.provider.model, Path(HydraConfig.get().runtime.output_dir)):
-        return _run(settings)
+    with served(server, settings.provider.model, context.output_dir):
+        return _run(settings, context)
 
 
 def _server(cfg: DictConfig) -> ServerSettings | None:
@@ -172,18 +173,16 @@ def _server(cfg: DictConfig) -> ServerSettings | None:
     return server
 
 
-def _run(settings: RunSettings) -> float | None:
+def _run(settings: RunSettings, context: JobContext) -> Summary | None:
     """One job, or one job per task when the loaded items are scored by several metrics (a task file
     or MultiPathQA without dataset.benchmark): each task then runs as `dataset.benchmark=<task>` would,
     in its own folder `<job folder>/<task>/`, with its own summary, report and MLflow run. Every task's
-    data is checked before the first one starts, so a refusal leaves no MLflow run."""
-    hydra_cfg = HydraConfig.get()
-    out_dir = Path(hydra_cfg.runtime.output_dir)
-    overrides = list(hydra_cfg.overrides.task)
+    data is checked before the first one starts, so a refusal leaves no MLflow run. Returns the job's
+    summary (None for a dry run or a job split into tasks: each task's is in its folder)."""
     data = prerequisites(settings)
     tasks = split_tasks(settings, data)
     if not tasks:
-        return _run_task(settings, data, out_dir, overrides)
+        return _run_task(settings, data, context)
     from giant.eval.items import check_items
 
     jobs = [(task, by_task, load_data(by_task)) for task, by_task in tasks]
@@ -196,10 +195,13 @@ def _run(settings: RunSettings) -> float | None:
     )
     stops: list[RunStopped] = []
     for task, by_task, task_data in jobs:
-        folder = out_dir / task
-        _copy_hydra_files(out_dir, folder)
+        folder = context.output_dir / task
+        _copy_hydra_files(context.output_dir, folder)
+        task_context = replace(
+            context, output_dir=folder, overrides=(*context.overrides, f"dataset.benchmark={task}")
+        )
         try:
-            _run_task(by_task, task_data, folder, [*overrides, f"dataset.benchmark={task}"])
+            _run_task(by_task, task_data, task_context)
         except RunStopped as stop:  # the other tasks still run; the job ends with the worst code
             print(f"{task}: {stop}")
             stops.append(stop)
@@ -237,8 +239,9 @@ def _copy_hydra_files(out_dir: Path, folder: Path) -> None:
         shutil.copytree(source, folder / HYDRA_DIR, dirs_exist_ok=True)
 
 
-def _run_task(settings: RunSettings, data: JobData, out_dir: Path, overrides: list[str]) -> float | None:
-    """One job of one metric, in `out_dir` (its key and data already checked: prerequisites)."""
+def _run_task(settings: RunSettings, data: JobData, context: JobContext) -> Summary | None:
+    """One job of one metric, in `context.output_dir` (its key and data already checked: prerequisites)."""
+    out_dir = context.output_dir
     if not settings.run.dry_run:
         from giant.tools import load_tools
 
@@ -284,7 +287,7 @@ def _run_task(settings: RunSettings, data: JobData, out_dir: Path, overrides: li
     if left_to_run(resume_from, slots, retry_failed=settings.run.retry_failed):  # else nothing is sent
         check_server(settings.provider, settings.agent, provider)  # a self-hosted server, asked first
 
-    job = _start_tracking(settings, data, out_dir, overrides, previous.mlflow_run_id if previous else None)
+    job = _start_tracking(settings, data, context, previous.mlflow_run_id if previous else None)
     index.record(key, out_dir, job.run_id if job else None)
     if resume_from is not None:
         print(f"resuming run key {key} from {resume_from}")
@@ -331,7 +334,7 @@ def _run_task(settings: RunSettings, data: JobData, out_dir: Path, overrides: li
             untracked = _finish_tracking_within(job, settings, summary, layout, outputs, stop)
     _report(settings, summary, out_dir, job.run_id if job else None)
     _end(settings, summary, untracked)
-    return summary.metric.point
+    return summary
 
 
 def _end(settings: RunSettings, summary: Summary, untracked: str | None) -> None:
@@ -477,15 +480,14 @@ def _dry_run(settings: RunSettings, data: JobData, out_dir: Path) -> None:
 
 
 def _start_tracking(
-    settings: RunSettings, data: JobData, out_dir: Path, overrides: list[str], resume_run_id: str | None
+    settings: RunSettings, data: JobData, context: JobContext, resume_run_id: str | None
 ) -> JobRun | None:
     if not settings.tracking.enabled:
         return None
     from giant.eval.provenance import git_commit
     from giant.tracking.mlflow_logger import JobRun, SweepInfo, job_tags
 
-    hydra_cfg = HydraConfig.get()
-    sweep = SweepInfo.read(Path(hydra_cfg.sweep.dir)) if hydra_cfg.mode == RunMode.MULTIRUN else None
+    sweep = SweepInfo.read(context.sweep_dir) if context.sweep_dir is not None else None
     tags = job_tags(
         settings,
         data.items,
@@ -494,8 +496,8 @@ def _start_tracking(
         sweep_id=sweep.parent_run_id if sweep else "",
         digests=data.digests,
     )
-    tags[OVERRIDES_TAG] = " ".join(overrides)[:5000]
-    tags[OUTPUT_DIR_TAG] = str(out_dir)
+    tags[OVERRIDES_TAG] = " ".join(context.overrides)[:5000]
+    tags[OUTPUT_DIR_TAG] = str(context.output_dir)
     job = JobRun.start(settings, tags=tags, sweep=sweep, resume_run_id=resume_run_id)
     if data.digests is not None:
         job.log_dataset(data.digests)

@@ -3,7 +3,7 @@ recorded answers scored again -> a new job folder and a new MLflow run tagged as
 
 No provider is built or checked: the source's provider settings are recorded as they were (a
 scripted run whose script moved, or an API run on a machine without the key, re-scores the same).
-scripts/rescore.py only hands the composed config here.
+scripts/rescore.py only hands the composed config and the job's context (giant.context) here.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -28,6 +27,7 @@ from giant.config import (
     resolve,
     shipped,
 )
+from giant.context import JobContext
 from giant.errors import ConfigError
 from giant.eval.annotations import Annotations
 from giant.eval.navigation import renavigate
@@ -101,8 +101,8 @@ class RescoreSettings(BaseModel):
             raise ConfigError(one_line(exc)) from None
 
 
-def rescore_job(cfg: DictConfig) -> float:
-    """Re-score in Hydra's run directory; returns the new main metric."""
+def rescore_job(cfg: DictConfig, context: JobContext) -> float:
+    """Re-score into `context.output_dir`; returns the new main metric."""
     options = RescoreSettings.from_config(cfg)
     source = read_job(options.source, MlflowRuns(options.tracking) if options.tracking.enabled else None)
     changes = {key: _plain(getattr(options, key)) for key in record_keys(Role.SCORING)}
@@ -124,12 +124,13 @@ def rescore_job(cfg: DictConfig) -> float:
         seed=run.seed,
         scoring=run.scoring,
     )
-    out_dir = Path(HydraConfig.get().runtime.output_dir)
+    out_dir = context.output_dir
     layout = JobLayout(out_dir)
     write_results(layout.results, records)
     write_summary(out_dir, summary)
     outputs = write_outputs(settings, summary, layout)
-    run_id = _track(settings, source, data, summary, layout, outputs) if settings.tracking.enabled else None
+    tracked_run = settings.tracking.enabled
+    run_id = _track(settings, source, data, summary, layout, outputs, context) if tracked_run else None
     before = source.summary.metric.point
     where = f"; MLflow run {run_id}" if run_id else ""
     print(
@@ -207,6 +208,7 @@ def _track(
     summary: Summary,
     layout: JobLayout,
     outputs: dict[str, Path],
+    context: JobContext,
 ) -> str:
     from giant.tracking.mlflow_logger import JobRun, job_tags, run_name, tracked
 
@@ -226,7 +228,7 @@ def _track(
     if source.run and source.run.start_time:
         tags[SOURCE_START_TAG] = str(source.run.start_time)
     tags[OUTPUT_DIR_TAG] = str(layout.out_dir)
-    tags[OVERRIDES_TAG] = " ".join(HydraConfig.get().overrides.task)[:5000]
+    tags[OVERRIDES_TAG] = " ".join(context.overrides)[:5000]
     if not settings.tracking.run_name:
         name = f"{run_name(settings, summary.benchmark)}-rescore"
         settings.tracking = settings.tracking.model_copy(update={"run_name": name})

@@ -20,13 +20,8 @@ from omegaconf import DictConfig
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from giant.agent.modes import AgentConfig
-from giant.config import (
-    RunOptions,
-    check_command_line,
-    one_line,
-    resolve,
-    shipped,
-)  # also registers ${giant_root:} and the `tools: all` option
+from giant.cli.checks import check_command_line  # also registers ${giant_root:} and `tools: all`
+from giant.config import RunOptions, one_line, resolve, shipped
 from giant.errors import EXIT_CONFIG, EXIT_FAILED, ConfigError, exit_with
 from giant.llm.config import ProviderConfig
 from giant.tools.settings import ToolSettings

@@ -15,7 +15,7 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from giant.config import check_command_line
+from giant.cli.checks import check_command_line
 from giant.errors import ConfigError, exit_with
 
 EXIT_INTERRUPTED = 130
@@ -23,10 +23,11 @@ EXIT_INTERRUPTED = 130
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="fetch")
 def main(cfg: DictConfig) -> None:
+    from giant.cli.context import hydra_context
     from giant.fetch_job import fetch_job
 
     try:
-        code = fetch_job(cfg)
+        code = fetch_job(cfg, hydra_context())
     except ConfigError as err:
         exit_with("fetch_slides", str(err))
     except KeyboardInterrupt:

@@ -15,16 +15,17 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from giant.config import check_command_line
+from giant.cli.checks import check_command_line
 from giant.errors import ConfigError, exit_with
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="rescore")
 def main(cfg: DictConfig) -> None:
+    from giant.cli.context import hydra_context
     from giant.rescore_job import rescore_job
 
     try:
-        rescore_job(cfg)
+        rescore_job(cfg, hydra_context())
     except ConfigError as err:
         exit_with("rescore", str(err))
 

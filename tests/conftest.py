@@ -33,6 +33,16 @@ def multipathqa_csv(shared_dir: Path) -> Path:
     return shared_dir / "data" / "multipathqa" / "MultiPathQA.csv"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def conf_prepared() -> None:
+    """What conf/ needs besides its files (`${giant_root:}`, the `tools: all` option), registered once
+    as the command line does before Hydra runs (giant.cli.checks): importing giant registers nothing,
+    and tests compose conf/ with Hydra's own `initialize_config_dir` too."""
+    from giant.confdir import prepare
+
+    prepare()
+
+
 @pytest.fixture
 def hydra_init() -> Iterator[None]:
     """conf/ as a running Hydra app holds it, for `hydra.compose("config", overrides=[...])` in a test

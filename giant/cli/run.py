@@ -10,7 +10,7 @@ from typing import NoReturn
 
 from omegaconf import DictConfig
 
-from giant.config import check_command_line  # also registers ${giant_root:} and the `tools: all` option
+from giant.cli.checks import check_command_line  # also registers ${giant_root:} and `tools: all`
 from giant.errors import (
     EXIT_CONFIG,
     EXIT_INTERRUPTED,
@@ -43,17 +43,20 @@ def start(main: Callable[[], object]) -> None:
 
 def evaluate(cfg: DictConfig) -> float | None:
     """One job (giant.job.run_job) with its ending: its metric, or one line and its exit code."""
+    from giant.cli.context import hydra_context
     from giant.cli.outcomes import record
+    from giant.confdir import prepare
     from giant.interrupt import Interrupted, job_in_progress, stopped_by
     from giant.job import run_job
 
+    prepare()  # a launcher's job process (joblib, submitit) resolves `${giant_root:}` too
     if reason := stopped_by():  # a stop of the sweep reached this process while an earlier job ran
         record(EXIT_TERMINATED, f"not started: the sweep was stopped by {reason}")
         _end_sweep_here(reason)
         return None
     try:
         with job_in_progress():  # a SIGTERM to a basic-launcher sweep waits for the job's next check
-            metric = run_job(cfg)
+            summary = run_job(cfg, hydra_context())
     except ConfigError as err:
         _ended(EXIT_CONFIG, str(err))
         return None
@@ -72,7 +75,7 @@ def evaluate(cfg: DictConfig) -> float | None:
         _interrupted()
     if record(EXIT_OK, "complete") and (reason := stopped_by()):
         _end_sweep_here(reason)  # the sweep was signalled while this job finished
-    return metric
+    return summary.metric.point if summary is not None else None
 
 
 def _ended(code: int, message: str) -> None:

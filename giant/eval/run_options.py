@@ -47,7 +47,7 @@ class RunOptions(ScoringSettings):
     breaker_after: Operational[int] = Field(
         ge=1, description="Stop the run after this many item-runs in a row fail outside the model."
     )
-    # Read by giant.console's Hydra callback before the job starts; validated here like every key.
+    # Read by giant.cli.console's Hydra callback before the job starts; validated here like every key.
     verbose: Operational[bool] = Field(
         description="Show every library's INFO notes on the console too (a line per HTTP request, MLflow's); "
         "the job's log file has them either way."

@@ -5,19 +5,24 @@ refused connection in the browser. Here the store is checked (giant.tracking.sto
 as a child process, `/health` polled, and only then the addresses printed: each experiment's runs
 table and its newest sweep's view (giant.tracking.view). Starlette's deprecation warning, which every
 worker prints at start-up, is silenced through PYTHONWARNINGS (inherited by the workers; a filter on
-its message, since its category is a UserWarning).
+its message, since its category is a UserWarning). The UI runs in a process group of its own, and
+Ctrl-C, SIGTERM or any other end of this command stops that whole group: `mlflow ui` starts a server
+and its job workers, which would otherwise outlive it.
 
 python -m giant.tracking.ui TRACKING_URI ARTIFACT_ROOT HOST PORT
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from types import FrameType
+from typing import Any
 
 import httpx2
 
@@ -27,6 +32,7 @@ from giant.tracking.store import runs_table_links
 STARTUP_S = 300.0  # give up on a UI that has not answered after this long
 POLL_S = 0.5
 QUIET = "ignore:starlette.middleware.wsgi is deprecated"  # Starlette's warning, printed by every worker
+STOP_S = 30.0  # the UI's processes get this long to end after SIGTERM, then are killed
 
 
 def answers(base: str, timeout_s: float = 2.0) -> bool:
@@ -35,6 +41,30 @@ def answers(base: str, timeout_s: float = 2.0) -> bool:
     except httpx2.HTTPError:
         return False
     return True
+
+
+def server_command(uri: str, artifact_root: str, host: str, port: str) -> list[str]:
+    command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri]
+    command += ["--default-artifact-root", artifact_root, "--host", host, "--port", port]
+    return [*command, "--workers", "1"]  # one researcher's UI: four workers start four times slower
+
+
+def stop_group(server: subprocess.Popen[Any]) -> None:
+    """The UI and every process it started (its process group): SIGTERM, then SIGKILL to what is left
+    after STOP_S. A worker still ending after its server has gone is waited for too."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(server.pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_S
+    while time.monotonic() < deadline:
+        server.poll()  # reaps the server, so that only live processes stay in the group
+        try:
+            os.killpg(server.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(POLL_S)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(server.pid, signal.SIGKILL)
+    server.wait()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -51,17 +81,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"make ui: something already answers at {base}; stop it or set MLFLOW_PORT", file=sys.stderr)
         return 2
     env = {**os.environ, "PYTHONWARNINGS": QUIET}
-    command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri]
-    command += ["--default-artifact-root", artifact_root, "--host", host, "--port", port]
-    command += ["--workers", "1"]  # one researcher's UI: four workers start four times slower
     print(f"make ui: starting MLflow's UI on {base} (it takes up to half a minute) ...", flush=True)
-    # Its own process group: the server and the workers it starts are stopped together, on Ctrl-C as
-    # on SIGTERM (a terminated `make ui` used to leave them serving the port).
-    signal.signal(signal.SIGTERM, _interrupt)
-    server = subprocess.Popen(command, env=env, start_new_session=True)
+    server = subprocess.Popen(server_command(uri, artifact_root, host, port), env=env, start_new_session=True)
+    stopped: list[int] = []
+
+    def terminated(signum: int, frame: FrameType | None) -> None:
+        """SIGTERM: the UI's group is asked to stop, and this command ends when its server has."""
+        stopped.append(signum)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, terminated)
     try:
         deadline = time.monotonic() + STARTUP_S
         while not answers(base):
+            if stopped:
+                return 0
             if server.poll() is not None:
                 print(f"make ui: mlflow ui exited with code {server.returncode}", file=sys.stderr)
                 return server.returncode or 1
@@ -75,40 +110,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in runs_table_links(MlflowClient(tracking_uri=uri), base):
             print(f"make ui: {line}")
         sys.stdout.flush()
-        return server.wait()
+        code = server.wait()
+        return 0 if stopped else code
     except KeyboardInterrupt:
         return 0
     finally:
-        stop(server)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    """SIGTERM ends `make ui` as Ctrl-C does."""
-    raise KeyboardInterrupt
-
-
-def stop(server: subprocess.Popen[bytes], grace_s: float = 30.0) -> None:
-    """The server's whole process group (mlflow ui and its workers): SIGTERM, then SIGKILL for any
-    process still there after `grace_s`."""
-    if not _group_alive(server, signal.SIGTERM):
-        return
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        server.poll()  # reaps the leader, which would otherwise keep its group alive as a zombie
-        if not _group_alive(server, 0):
-            return
-        time.sleep(0.2)
-    _group_alive(server, signal.SIGKILL)
-    server.wait()
-
-
-def _group_alive(server: subprocess.Popen[bytes], sig: int) -> bool:
-    """Sends `sig` to the server's process group (0 sends nothing): False when no process is left."""
-    try:
-        os.killpg(server.pid, sig)
-    except ProcessLookupError:
-        return False
-    return True
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM does not cut the stop short
+        stop_group(server)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 from giant.agent.modes import MODES, parse_agent
-from giant.config import CONF_DIR, RunSettings, check_override_keys, resolve
+from giant.cli.checks import check_override_keys
+from giant.config import CONF_DIR, RunSettings, resolve
 from giant.errors import ConfigError
 from giant.tracking.params import to_params
 

@@ -283,7 +283,8 @@ def test_timeout_interrupts_a_hung_call(tmp_path: Path, item: Item, slide_path: 
     assert traj.status == "timeout" and "partial trajectory" in traj.reason
     assert [c.error_kind for c in traj.calls] == [None, "timeout"]
     assert traj.totals.crops == 1 and traj.totals.cost_usd is None  # the hung call's cost is unknown
-    assert traj.totals.seconds < 5
+    # Generous for a loaded CI machine: what matters is that the episode did not wait for the 30 s call.
+    assert traj.totals.seconds < 20
 
 
 def test_failed_calls_keep_their_usage(tmp_path: Path, item: Item, slide_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""A job's folder records the job (giant.joblog): every line it prints, the summary line, the resume
+"""A job's folder records the job (giant.cli.joblog): every line it prints, the summary line, the resume
 line and a one-line error included, is also in its `run_eval.log`; a line redrawn in place (the
 progress bar) is kept in its last state only."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from giant.cli.joblog import Tee
 from giant.data.demo import build_demo
-from giant.joblog import Tee
 from tests.cli.test_run_eval import SECRET, Env
 
 
@@ -74,7 +74,7 @@ def test_tee_and_the_log_handlers_redact_url_credentials_and_secret_values() -> 
     secret reaches neither the terminal nor run_eval.log whole (giant.secrets.redact)."""
     import logging
 
-    from giant.joblog import Redacting
+    from giant.cli.joblog import Redacting
 
     screen, log = io.StringIO(), io.StringIO()
     tee = Tee(screen, log, secrets=[SECRET])

@@ -1,8 +1,10 @@
-"""Navigation and evidence through the real CLI on the demo: its slides' painted markers are their
-annotations (GeoJSON). A scripted model that crops every slide's first marker (one crop per slide, so
-each episode crops its own marker once) hits on every item; the random-regions ablation does not; both
-are MLflow metrics of their runs. A job run without annotations, re-scored with them added, gets the
-same hit rate from its trajectories with no provider (the script is gone by then)."""
+"""Navigation and evidence on the demo, the jobs run in-process (giant.evaluate, the job of
+scripts/run_eval.py), the re-score, comparison and tables through the real CLI: the demo slides'
+painted markers are their annotations (GeoJSON). A scripted model that crops every slide's first
+marker (one crop per slide, so each episode crops its own marker once) hits on every item; the
+random-regions ablation does not; both are MLflow metrics of their runs. A job run without
+annotations, re-scored with them added, gets the same hit rate from its trajectories with no provider
+(the script is gone by then)."""
 
 from __future__ import annotations
 
@@ -49,8 +51,7 @@ def _script(cli: Env) -> Path:
 
 def _job(cli: Env, name: str, *args: str) -> tuple[dict, dict[str, float]]:
     folder = cli.tmp / name
-    proc = cli.run(*args, "bootstrap_replicates=100", f"tracking.uri={cli.uri}", f"hydra.run.dir={folder}")
-    run_id = proc.stdout.strip().rsplit("MLflow run ", 1)[1].split()[0]
+    run_id = cli.evaluate(folder, *args, "bootstrap_replicates=100")
     return json.loads((folder / "summary.json").read_text()), cli.client().get_run(run_id).data.metrics
 
 

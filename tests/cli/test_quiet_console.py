@@ -1,7 +1,7 @@
 """The console of a run (scripts/run_eval.py in a subprocess, the openai SDK against a loopback
 Responses API): the progress bar, giant's lines and the result, not one httpx2 line per provider call
 nor MLflow's store notes; `verbose=true` or `hydra.verbose=httpx2` brings the calls' lines back, and
-the job's log file keeps them either way. Also the console filter itself (giant/console.py)."""
+the job's log file keeps them either way. Also the console filter itself (giant/cli/console.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from giant.console import LibraryNotes
+from giant.cli.console import LibraryNotes
 from giant.tracking.names import EXPERIMENT_KIND_TAG, MODEL_DEVELOPMENT
 from tests.tracking.responses_peer import responses_peer
 

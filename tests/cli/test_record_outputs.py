@@ -3,30 +3,26 @@ defects are part of it (summary.json, dataset_defects.json, the MLflow run).
 
 A user CSV in the MultiPathQA format over the demo's synthetic slides: four tcga_slidebench count
 questions (balanced accuracy, so a confusion matrix is drawn), one of which repeats the prompt of
-the tcga_expert_vqa row with the same id, the defect the loader reports. The real CLI runs it twice
-in subprocesses, into a real sqlite MLflow store and with tracking.enabled=false.
+the tcga_expert_vqa row with the same id, the defect the loader reports. The job runs it twice
+in-process (giant.evaluate, the job of scripts/run_eval.py), into a real sqlite MLflow store and with
+tracking.enabled=false.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 
+import giant
 from giant.data.demo import build_demo
 from giant.data.multipathqa import CSV_COLUMNS
 from giant.tracking.params import to_params
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "run_eval.py"
-TIMEOUT = 300
 DEFECTIVE_ID = "2"
 
 
@@ -56,10 +52,6 @@ def _user_csv(tmp: Path) -> tuple[Path, Path]:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     tmp = tmp_path_factory.mktemp("record")
     csv_path, wsi_root = _user_csv(tmp)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
-    env.update(
-        PYTHONPATH=str(ROOT), GIANT_CACHE_DIR=str(tmp / "cache"), GIANT_OUTPUT_DIR=str(tmp / "outputs")
-    )
     uri = f"sqlite:///{tmp / 'store' / 'mlflow.db'}"
     common = [
         "provider=random",
@@ -69,24 +61,18 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         "agent.max_steps=2",
         "resume=false",
         f"tracking.uri={uri}",
+        f"paths.cache_dir={tmp / 'cache'}",
     ]
     folders = {}
     for name, extra in (("tracked", []), ("untracked", ["tracking.enabled=false"])):
         folders[name] = tmp / name
-        proc = subprocess.run(
-            [sys.executable, str(SCRIPT), *common, *extra, f"hydra.run.dir={folders[name]}"],
-            cwd=tmp,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        summary = giant.evaluate([*common, *extra], output_dir=folders[name])
+        assert summary is not None and summary.complete
     return Runs(folders["tracked"], folders["untracked"], uri)
 
 
 def _files(folder: Path) -> set[str]:
-    """Every file's relative path (.hydra/ and the job log included: both runs have them)."""
+    """Every file's relative path (.hydra/ included: both runs have it)."""
     return {str(path.relative_to(folder)) for path in folder.rglob("*") if path.is_file()}
 
 

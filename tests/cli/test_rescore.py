@@ -70,7 +70,8 @@ def job(cli: Env) -> Job:
     script = cli.tmp / "script.jsonl"
     script.write_text(json.dumps({"reasoning": "benign", "action": {"type": "answer", "text": NULL_ANSWER}}))
     folder = cli.tmp / "job"
-    proc = cli.run(
+    run_id = cli.evaluate(  # the source job, in-process: the re-score is what runs as a command line
+        folder,
         "provider=scripted",
         f"provider.script={script}",
         "dataset=panda",
@@ -78,11 +79,8 @@ def job(cli: Env) -> Job:
         f"dataset.wsi_root={wsi_root}",
         "agent.max_steps=2",
         "bootstrap_replicates=100",
-        f"tracking.uri={cli.uri}",
-        f"hydra.run.dir={folder}",
     )
     script.unlink()  # from here on, a provider built from the recorded settings would fail
-    run_id = proc.stdout.strip().rsplit("MLflow run ", 1)[1].split()[0]
     return Job(cli, folder, run_id)
 
 

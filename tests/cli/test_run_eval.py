@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from giant.tracking.names import PARENT_TAG, ROLE_TAG, SOURCE_RUN
+import giant
+from giant.tracking.names import OUTPUT_DIR_TAG, PARENT_TAG, ROLE_TAG, SOURCE_RUN
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "run_eval.py"
@@ -56,6 +57,20 @@ class Env:
 
     def client(self) -> MlflowClient:
         return MlflowClient(self.uri)
+
+    def evaluate(self, folder: Path, *args: str) -> str:
+        """The job `run(*args)` runs, in this process (giant.evaluate: no interpreter, Hydra or MLflow
+        start of its own), into `folder` with this environment's cache, logged to `uri`; its MLflow
+        run's id. For tests that need a finished job, not the command line around it."""
+        overrides = [*args, f"paths.cache_dir={self.env['GIANT_CACHE_DIR']}", f"tracking.uri={self.uri}"]
+        giant.evaluate(overrides, output_dir=folder)
+        client = self.client()
+        experiment = client.get_experiment_by_name("giant")
+        assert experiment is not None
+        (run,) = client.search_runs(
+            [experiment.experiment_id], f"tags.{OUTPUT_DIR_TAG} = '{folder.absolute()}'"
+        )
+        return str(run.info.run_id)
 
 
 @pytest.fixture(scope="module")

@@ -39,13 +39,13 @@ STOPPING_CLI = textwrap.dedent(
 
     real_run_job = giant.job.run_job
 
-    def run_job(cfg):
+    def run_job(cfg, context):
         if cfg.agent.max_steps == 3:
             raise RunStopped("the provider refused the key; fix OPENAI_API_KEY and rerun", 3)
-        metric = real_run_job(cfg)
+        summary = real_run_job(cfg, context)
         if cfg.agent.max_steps == 2:
             raise RunStopped("budget stop: 1 of 2 item-runs unmeasured; raise budget_usd and rerun", 4)
-        return metric
+        return summary
 
     giant.job.run_job = run_job
     sys.argv[0] = sys.argv.pop(1)

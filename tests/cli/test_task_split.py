@@ -1,7 +1,7 @@
 """A task file whose tasks are scored by different metrics (docs/custom_tasks.md's own example: an
 accuracy task and a balanced_accuracy task) runs in one command: giant runs one job per task, each in
 its own folder with its own summary and MLflow run (issue 42). The dry run checks what the run checks,
-and a refusal leaves no MLflow run. In-process: the job function under Hydra's composed config.
+and a refusal leaves no MLflow run. In-process: giant.evaluate, the job of scripts/run_eval.py.
 """
 
 from __future__ import annotations
@@ -10,13 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
-from hydra import compose
-from hydra.core.hydra_config import HydraConfig
 from mlflow.tracking import MlflowClient
-from omegaconf import open_dict
 
+import giant
 from giant.errors import ConfigError
-from giant.job import run_job
 from giant.tracking.names import OUTPUT_DIR_TAG
 from giant.wsi.synthetic import write_synthetic_slide
 
@@ -38,13 +35,13 @@ def slides(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _job(tmp: Path, slides: Path, questions: str, *more: str) -> tuple[Path, str]:
-    """Run one job in-process as scripts/run_eval.py would; returns its folder and the store's URI."""
+    """Run one job in-process as scripts/run_eval.py would (giant.evaluate); its folder and store URI."""
     path = tmp / "my_cohort.csv"
     path.write_text(questions.format(absolute=slides / "case_02.svs"))
     uri = f"sqlite:///{tmp / 'store' / 'mlflow.db'}"
-    cfg = compose(
-        "config",
-        overrides=[
+    out = tmp / "job"
+    giant.evaluate(
+        [
             "provider=random",
             "dataset=custom",
             f"dataset.path={path}",
@@ -54,23 +51,14 @@ def _job(tmp: Path, slides: Path, questions: str, *more: str) -> tuple[Path, str
             f"tracking.uri={uri}",
             *more,
         ],
-        return_hydra_config=True,
+        output_dir=out,
     )
-    out = tmp / "job"
-    with open_dict(cfg):
-        cfg.hydra.runtime.output_dir = str(out)
-        cfg.hydra.job.name = "run_eval"
-    HydraConfig.instance().set_config(cfg)
-    out.mkdir()
-    with open_dict(cfg):
-        del cfg["hydra"]
-    run_job(cfg)
     return out, uri
 
 
 @pytest.mark.slow
 def test_the_guides_two_task_example_runs_each_task_by_its_metric(
-    hydra_init: None, slides: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    slides: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out, uri = _job(tmp_path, slides, EXAMPLE)
     printed = capsys.readouterr().out
@@ -96,15 +84,13 @@ def test_the_guides_two_task_example_runs_each_task_by_its_metric(
 
 
 @pytest.mark.slow
-def test_the_dry_run_prices_each_task_and_writes_nothing_to_mlflow(
-    hydra_init: None, slides: Path, tmp_path: Path
-) -> None:
+def test_the_dry_run_prices_each_task_and_writes_nothing_to_mlflow(slides: Path, tmp_path: Path) -> None:
     out, _ = _job(tmp_path, slides, EXAMPLE, "dry_run=true")
     assert sorted(path.parent.name for path in out.glob("*/dry_run.json")) == ["grade", "organ"]
     assert not (tmp_path / "store").exists()
 
 
-def test_a_refused_task_leaves_no_mlflow_run(hydra_init: None, slides: Path, tmp_path: Path) -> None:
+def test_a_refused_task_leaves_no_mlflow_run(slides: Path, tmp_path: Path) -> None:
     """One task's slides missing: the whole job is refused before the first task opens a run."""
     broken = EXAMPLE.replace("case_01.svs,What", "gone_1.svs,What").replace("{absolute}", "gone_2.svs")
     with pytest.raises(ConfigError, match=r"gone_1\.svs"):
@@ -114,7 +100,7 @@ def test_a_refused_task_leaves_no_mlflow_run(hydra_init: None, slides: Path, tmp
 
 
 def test_a_missing_key_and_broken_rows_are_reported_together(
-    hydra_init: None, slides: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    slides: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every missing prerequisite in one pass (issue 42): the key no longer hides the file's problems."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -129,7 +115,7 @@ def test_a_missing_key_and_broken_rows_are_reported_together(
 
 
 @pytest.mark.slow
-def test_chosen_items_of_two_tasks_split_by_task(hydra_init: None, slides: Path, tmp_path: Path) -> None:
+def test_chosen_items_of_two_tasks_split_by_task(slides: Path, tmp_path: Path) -> None:
     """item_ids naming one item of each task: each task runs its own, none is refused for the other's."""
     out, _ = _job(tmp_path, slides, EXAMPLE, "dry_run=true", "item_ids=[organ/organ-1,grade/grade-2]")
     for task in ("organ", "grade"):

@@ -9,7 +9,8 @@ from hydra import compose
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig
 
-from giant.config import CONF_DIR, GROUPS, PROJECT_ROOT, RunSettings, group_options
+from giant.confdir import group_options
+from giant.config import CONF_DIR, GROUPS, PROJECT_ROOT, RunSettings
 from giant.errors import ConfigError
 
 # Options that need a value only the user can give.

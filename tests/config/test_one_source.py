@@ -12,6 +12,7 @@ import yaml
 from hydra import compose
 from pydantic import BaseModel
 
+from giant.confdir import group_options
 from giant.config import (
     CONF_DIR,
     DatasetSettings,
@@ -19,7 +20,6 @@ from giant.config import (
     RunOptions,
     RunSettings,
     TrackingSettings,
-    group_options,
     shipped,
 )
 from giant.errors import ConfigError

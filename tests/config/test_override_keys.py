@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from giant.config import check_override_keys
+from giant.cli.checks import check_override_keys
 from giant.errors import ConfigError
 
 

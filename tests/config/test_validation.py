@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from hydra import compose
 
-from giant.config import CONF_DIR, RunSettings, absolute_sqlite_uri, check_group_choices
+from giant.cli.checks import check_group_choices
+from giant.config import CONF_DIR, RunSettings, absolute_sqlite_uri
 from giant.errors import ConfigError
 
 

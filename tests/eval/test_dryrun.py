@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import giant
 from giant.agent.modes import parse_agent
 from giant.core import Item
 from giant.eval.dryrun import DryRunReport, dry_run
@@ -19,7 +17,6 @@ from giant.llm.pricing import Pricing, Rates
 from giant.record import DRY_RUN_FILE
 from tests.eval.runner_fixtures import make_items, write_slides
 
-ROOT = Path(__file__).resolve().parents[2]
 PRICING = Pricing({"gpt-5": Rates(input=1.25, cached_input=0.125, cache_write=0.0, output=10.0)})
 GPT5 = provider_settings("openai", model="gpt-5")
 
@@ -120,10 +117,11 @@ def test_dry_run_names_the_layout_of_each_slide_and_lists_duplicates(
 
 
 def test_cli_dry_run_finds_the_authors_layout_and_a_gdc_download(
-    tmp_path: Path, openslide_fixtures: Path, multipathqa_csv: Path
+    tmp_path: Path, openslide_fixtures: Path, multipathqa_csv: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The first three tcga_expert_vqa questions of the real CSV (two share a slide): one slide where
-    the authors' downloader puts it, one where the GDC Data Transfer Tool puts it."""
+    the authors' downloader puts it, one where the GDC Data Transfer Tool puts it. The dry run of
+    scripts/run_eval.py, run in-process (giant.evaluate)."""
     wsi = tmp_path / "wsi"
     benchmark_copy = wsi / "tcga_expert_vqa" / "TCGA-HT-A616-01Z-00-DX1.svs"
     gdc_copy = (
@@ -134,16 +132,15 @@ def test_cli_dry_run_finds_the_authors_layout_and_a_gdc_download(
     for target in (benchmark_copy, gdc_copy):
         target.parent.mkdir(parents=True)
         shutil.copyfile(openslide_fixtures / "small.svs", target)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
-    env.update(GIANT_CACHE_DIR=str(tmp_path / "cache"), GIANT_OUTPUT_DIR=str(tmp_path / "out"))
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "run_eval.py"), "dataset=tcga_expert_vqa",
-         f"dataset.csv_path={multipathqa_csv}", f"paths.wsi_root={wsi}", "limit=3", "dry_run=true"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    summary = giant.evaluate(
+        ["dataset=tcga_expert_vqa", f"dataset.csv_path={multipathqa_csv}", f"paths.wsi_root={wsi}",
+         f"paths.cache_dir={tmp_path / 'cache'}", "limit=3", "dry_run=true"],
+        output_dir=tmp_path / "out",
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "3 items ready, 0 missing" in proc.stdout
-    assert "found as: benchmark 1, gdc_transfer 1" in proc.stdout
+    assert summary is None  # a dry run
+    printed = capsys.readouterr().out
+    assert "3 items ready, 0 missing" in printed
+    assert "found as: benchmark 1, gdc_transfer 1" in printed
     (saved,) = (tmp_path / "out").rglob(DRY_RUN_FILE)
     report = DryRunReport.model_validate_json(saved.read_text())
     assert {row.layout: row.path for row in report.slides} == {

@@ -3,15 +3,13 @@ forecast from the finished item-runs of an earlier run with the same run key."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import giant
 from giant.agent.modes import parse_agent
 from giant.eval.dryrun import DryRunReport, dry_run
 from giant.llm.anthropic_provider import AnthropicProvider
@@ -22,7 +20,6 @@ from giant.llm.pricing import Pricing, Rates
 from giant.record import DRY_RUN_FILE, RESULTS_FILE, ResultRecord, ResultsWriter, read_results
 from tests.eval.runner_fixtures import make_items
 
-ROOT = Path(__file__).resolve().parents[2]
 PRICING = Pricing(
     {
         "gpt-5": Rates(input=1.25, cached_input=0.125, cache_write=1.25, output=10.0),
@@ -155,36 +152,33 @@ def test_pilot_forecast_from_finished_item_runs_contains_the_true_mean(tmp_path:
 
 @pytest.mark.slow
 def test_cli_dry_run_after_a_pilot_forecasts_from_its_costs(
-    tmp_path: Path, openslide_fixtures: Path, multipathqa_csv: Path
+    tmp_path: Path, openslide_fixtures: Path, multipathqa_csv: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A real random-provider pilot of 3 items; its results are given dollars (the random provider
-    is free), then the dry run of the same config prints the three figures and the pilot forecast."""
+    is free), then the dry run of the same config prints the three figures and the pilot forecast.
+    Both are the job of scripts/run_eval.py, run in-process (giant.evaluate)."""
     wsi = tmp_path / "wsi" / "tcga_expert_vqa"
     wsi.mkdir(parents=True)
     for name in ("TCGA-HT-A616-01Z-00-DX1.svs", "TCGA-08-0520-01Z-00-DX1.svs"):
         shutil.copyfile(openslide_fixtures / "small.svs", wsi / name)
     prices = tmp_path / "pricing.yaml"  # the price file is not part of the run key
     prices.write_text("models:\n  random: {input: 1.0, cached_input: 0.1, cache_write: 1.0, output: 2.0}\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
-    env.update(GIANT_CACHE_DIR=str(tmp_path / "cache"), GIANT_OUTPUT_DIR=str(tmp_path / "out"))
-    common = [sys.executable, str(ROOT / "scripts" / "run_eval.py"), "dataset=tcga_expert_vqa",
-              f"dataset.csv_path={multipathqa_csv}", f"paths.wsi_root={tmp_path / 'wsi'}", "limit=3",
+    common = ["dataset=tcga_expert_vqa", f"dataset.csv_path={multipathqa_csv}",
+              f"paths.wsi_root={tmp_path / 'wsi'}", f"paths.cache_dir={tmp_path / 'cache'}", "limit=3",
               "agent.max_steps=3", "tracking.enabled=false", f"provider.pricing_file={prices}"]  # fmt: skip
 
-    def run(*extra: str) -> str:
-        proc = subprocess.run(
-            [*common, *extra], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
-        )
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        return proc.stdout
+    def run(name: str, *extra: str) -> str:
+        capsys.readouterr()
+        giant.evaluate([*common, *extra], output_dir=tmp_path / "out" / name)
+        return capsys.readouterr().out
 
-    run()
+    run("pilot")
     (results,) = (tmp_path / "out").rglob(RESULTS_FILE)
     records = read_results(results)
     results.unlink()
     with ResultsWriter(results) as writer:
         for i, record in enumerate(records):
             writer.append(record.model_copy(update={"dollars": 0.1 * (i + 1)}))
-    out = run("dry_run=true")
+    out = run("dry", "dry_run=true")
     assert "with prompt caching (no_caching): low $" in out and " / expected $" in out and " / high $" in out
     assert "tcga_expert_vqa: $0.60 (95% interval" in out and "based on 3 episodes" in out

@@ -11,7 +11,8 @@ import pytest
 from hydra import compose
 
 from giant.agent.modes import parse_agent
-from giant.config import CONF_DIR, RunSettings, check_override_keys
+from giant.cli.checks import check_override_keys
+from giant.config import CONF_DIR, RunSettings
 from giant.errors import ConfigError
 from giant.eval.dryrun import estimate_cost
 from giant.llm.config import PROVIDER_NAMES, provider_settings, validate_provider

@@ -1,48 +1,28 @@
-"""The job writes report.html itself: the real CLI (scripts/run_eval.py) in a subprocess on the demo
-data, with the MLflow run in a sqlite store under tmp (report.html among its artifacts), and without
-MLflow (the page is in the job folder all the same; the scripted provider's faults in its taxonomy)."""
+"""The job writes report.html itself: a job run in-process (giant.evaluate, the job scripts/run_eval.py
+runs) on the demo data, with the MLflow run in a sqlite store under tmp (report.html among its
+artifacts), and without MLflow (the page is in the job folder all the same; the scripted provider's
+faults in its taxonomy)."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 
+import giant
 from giant.record import TRAJECTORY_FILE, JobLayout
 from giant.tracking.names import JOB_ROLE, ROLE_TAG, tag_filter
 from giant.wsi.slide import Slide
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "run_eval.py"
-
 
 def run_job(tmp: Path, *args: str) -> Path:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
-    env.update(GIANT_CACHE_DIR=str(tmp / "cache"), GIANT_OUTPUT_DIR=str(tmp / "outputs"))
     job = tmp / "job"
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(SCRIPT),
-            "provider=random",
-            "agent.max_steps=3",
-            "limit=3",
-            f"hydra.run.dir={job}",
-            *args,
-        ],
-        cwd=tmp,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    overrides = ["provider=random", "agent.max_steps=3", "limit=3", f"paths.cache_dir={tmp / 'cache'}", *args]
+    summary = giant.evaluate(overrides, output_dir=job)
+    assert summary is not None and summary.complete
     return job
 
 

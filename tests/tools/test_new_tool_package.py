@@ -206,7 +206,8 @@ def test_a_tool_added_as_a_package_and_a_yaml_file_runs_through_the_cli(repo: Pa
 def test_the_tools_option_composes_every_file_in_conf_tools() -> None:
     from hydra.core.config_store import ConfigStore
 
-    from giant.config import EVERY_TOOL, check_group_choices, group_options
+    from giant.cli.checks import check_group_choices
+    from giant.confdir import EVERY_TOOL, group_options
 
     node = ConfigStore.instance().load(f"tools/{EVERY_TOOL}.yaml").node
     assert list(node.defaults) == [*(f"{name}@{name}" for name in group_options("tools")), "_self_"]

@@ -191,7 +191,8 @@ def test_unreachable_server_is_one_line_in_seconds() -> None:
     with pytest.raises(ConfigError, match=r"no MLflow server answers at http://127\.0\.0\.1:\d+") as info:
         check_server(f"http://user:s3cret@127.0.0.1:{port}/prefix", timeout_s=2.0)
     assert "\n" not in str(info.value) and "s3cret" not in str(info.value)
-    assert time.monotonic() - started < 10
+    # Generous for a loaded CI machine: what matters is one refused try, not a wait through retries.
+    assert time.monotonic() - started < 60
 
 
 def test_a_server_that_answers_passes_the_check() -> None:

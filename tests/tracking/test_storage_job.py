@@ -1,52 +1,38 @@
-"""A whole job as a user runs it (scripts/run_eval.py in a subprocess, the openai SDK against a loopback
-Responses API, the ledger, a sqlite MLflow store with file artifacts): the images the model was sent
-are one file each across the job folder, the ledger, the MLflow run and its traces' attachments, the
-pages know their run, and the job stores at most twice the JPEG bytes it sent."""
+"""A whole job as a user runs it (giant.evaluate, the job of scripts/run_eval.py; the openai SDK against
+a loopback Responses API, the ledger, a sqlite MLflow store with file artifacts): the images the model
+was sent are one file each across the job folder, the ledger, the MLflow run and its traces'
+attachments, the pages know their run, and the job stores at most twice the JPEG bytes it sent."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 
+import giant
 from giant.record import TRAJECTORY_PAGE, JobLayout
 from giant.storage import is_stored_image
 from tests.tracking.responses_peer import responses_peer
 
-ROOT = Path(__file__).resolve().parents[2]
 T = 4
 
 
 @pytest.mark.slow
-def test_a_job_stores_each_image_once(tmp_path: Path) -> None:
+def test_a_job_stores_each_image_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db, cache, out = tmp_path / "mlruns" / "mlflow.db", tmp_path / "cache", tmp_path / "job"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
-    env.update(
-        OPENAI_API_KEY="sk-test-storage-job",
-        GIANT_CACHE_DIR=str(cache),
-        MLFLOW_TRACKING_URI=f"sqlite:///{db}",
-    )
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-storage-job")
     settings = ["provider=openai", "provider.reasoning_effort=null", "dataset=demo", f"agent.max_steps={T}"]
-    settings += ["limit=2", "bootstrap_replicates=10", f"hydra.run.dir={out}"]
+    settings += [
+        "limit=2",
+        "bootstrap_replicates=10",
+        f"paths.cache_dir={cache}",
+        f"tracking.uri=sqlite:///{db}",
+    ]
     with responses_peer(T) as base_url:
-        done = subprocess.run(
-            [
-                sys.executable,
-                str(ROOT / "scripts" / "run_eval.py"),
-                *settings,
-                f"provider.base_url={base_url}",
-            ],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    assert done.returncode == 0, done.stderr[-3000:]
+        summary = giant.evaluate([*settings, f"provider.base_url={base_url}"], output_dir=out)
+    assert summary is not None and summary.complete
 
     (run,) = MlflowClient(f"sqlite:///{db}").search_runs(experiment_ids=["1"])
     artifacts = Path(run.info.artifact_uri.removeprefix("file://"))

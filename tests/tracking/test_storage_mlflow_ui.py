@@ -23,6 +23,7 @@ from mlflow.tracking import MlflowClient
 from giant.record import TRAJECTORIES_DIR, JobLayout, trajectory_dir
 from giant.record.trajectory import Trajectory
 from giant.tracking.mlflow_logger import JobRun
+from giant.tracking.ui import stop_group
 from giant.tracking.viewer import write_html
 from tests.browser import open_page
 from tests.tracking.test_viewer import scripted_episode, slide  # noqa: F401  (the slide fixture)
@@ -60,7 +61,8 @@ def mlflow_ui(tmp_path_factory: pytest.TempPathFactory, empty_store_db: Path) ->
     command += ["--artifacts-destination", str(root / "uploaded")]
     log_path = root / "mlflow_ui.log"
     with log_path.open("w") as log:
-        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        # its own process group: stop_group ends the UI's workers with it
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         base = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + STARTUP_S
@@ -74,11 +76,7 @@ def mlflow_ui(tmp_path_factory: pytest.TempPathFactory, empty_store_db: Path) ->
                     time.sleep(0.3)
             yield base, uri
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            stop_group(server)
 
 
 def _blob_frame(page: Any, timeout_s: float = 60) -> Any:

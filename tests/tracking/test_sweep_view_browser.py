@@ -25,6 +25,7 @@ from mlflow.tracking import MlflowClient
 
 from giant.tracking.names import PARENT_TAG, ROLE_TAG, SWEEP_ID_TAG
 from giant.tracking.sweep_result import PLOT, TABLES_DIR
+from giant.tracking.ui import stop_group
 from giant.tracking.view import SECTION, jobs_filter
 from tests.browser import open_page
 from tests.docs.test_pictures import screenshot, shots
@@ -106,7 +107,10 @@ def ui(sweep: Sweep, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ui]:
     base = f"http://127.0.0.1:{port}"
     artifacts = tmp_path_factory.mktemp("ui_artifacts")
     command = [sys.executable, "-m", "giant.tracking.ui", sweep.uri, str(artifacts), "127.0.0.1", port]
-    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # its own process group, so that nothing of it outlives the module; it stops its UI's own group
+    server = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     printed: list[str] = []
     answered = False
     try:
@@ -120,11 +124,7 @@ def ui(sweep: Sweep, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ui]:
                 break
         yield Ui(base, printed, answered)
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop_group(server)
 
 
 def _answers(base: str) -> bool:
