@@ -25,7 +25,7 @@ from giant.data.file_kind import not_a_file
 from giant.errors import ConfigError
 from giant.eval.annotation_settings import AnnotationSettings
 from giant.eval.run_options import RunOptions
-from giant.llm.config import PROVIDER_NAMES, ProviderConfig
+from giant.llm.config import ProviderConfig, provider_names
 from giant.roles import RECORD_CONTEXT, Data, Operational, Role, hashed_part, role_of, roles
 from giant.secrets import KEY_VARIABLE_HINT, looks_like_key, redact_data
 from giant.tools.settings import ToolSettings
@@ -369,7 +369,7 @@ def one_line(exc: ValidationError) -> str:
     """The first pydantic error as `dotted.key=value: message; fix it`."""
     error = exc.errors()[0]
     parts = [str(part) for part in error["loc"]]
-    discriminators = {"agent": MODES, "provider": PROVIDER_NAMES}  # of the union sections
+    discriminators = {"agent": MODES, "provider": provider_names()}  # of the union sections
     if len(parts) > 1 and parts[1] in discriminators.get(parts[0], ()):
         del parts[1]  # the tag pydantic adds for a union member: `agent.giant.x` is `agent.x`
     location = ".".join(parts)

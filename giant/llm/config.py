@@ -35,9 +35,11 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from giant.errors import ConfigError
-from giant.llm.providers import PROVIDERS
-from giant.registry import owners, register, settings_union
+from giant.registry import members, owners, register, settings_union
 from giant.roles import Method, Operational
+
+# Every registered provider's settings model by name, the built-in ones (below) first.
+PROVIDERS = members("provider")
 
 if TYPE_CHECKING:
     from giant.llm.types import Tier
@@ -318,9 +320,11 @@ class ScriptedSettings(ProviderSettings):
         return script
 
 
-# Every provider: the built-ins above and each module or package in giant/llm/providers/ (giant.registry).
-PROVIDER_NAMES: tuple[str, ...] = tuple(PROVIDERS)
-SETTINGS: tuple[type[ProviderSettings], ...] = tuple(PROVIDERS.values())
+def provider_names() -> tuple[str, ...]:
+    """Every provider: the built-ins above and each module or package in giant/llm/providers/
+    (giant.registry). Read when asked, never frozen at import: a provider package imported first
+    imports this module before it has registered itself, so a tuple built here would miss it."""
+    return tuple(PROVIDERS)
 
 
 def settings_class(name: str) -> type[ProviderSettings]:

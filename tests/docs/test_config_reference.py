@@ -38,7 +38,7 @@ from giant.config import (
 )
 from giant.data.fetch.settings import FetchSettings
 from giant.fetch_job import FetchOptions
-from giant.llm.config import PROVIDER_NAMES, SETTINGS
+from giant.llm.config import provider_names, settings_class
 from giant.llm.serve import ServerSettings
 from giant.tools import TOOLS
 
@@ -87,7 +87,7 @@ def models(rescore: type[BaseModel]) -> dict[str, list[tuple[str, type[BaseModel
         "run": [("", RunOptions, set())],
         "paths": [("paths.", PathSettings, set())],
         "agent": [("agent.", mode.settings, set()) for mode in MODES.values()],
-        "provider": [("provider.", model, set()) for model in SETTINGS],
+        "provider": [("provider.", settings_class(name), set()) for name in provider_names()],
         "dataset": [("dataset.", DatasetSettings, set())],
         "tools": [(f"tools.{name}.", tool.settings, set()) for name, tool in TOOLS.items()],
         "tracking": [("tracking.", TrackingSettings, set())],
@@ -205,7 +205,7 @@ def test_every_option_is_listed_with_what_it_is(sections: dict[str, ref.Group]) 
         assert set(listed) == set(group_options(group)), group
         assert all(about for about in listed.values()), group
     assert sections["provider"].default_option == "random"
-    assert [name for name, _ in sections["provider"].options] == list(PROVIDER_NAMES)
+    assert [name for name, _ in sections["provider"].options] == list(provider_names())
 
 
 # ------------------------------------------------------------------------ conf/ against the models
@@ -288,7 +288,7 @@ def test_conf_and_models_have_the_same_keys(
     """Every option's keys, as Hydra composes them, against its model: a key on one side only is
     named (its option and side)."""
     by_mode = {name: mode.settings for name, mode in MODES.items()}
-    by_provider = dict(zip(PROVIDER_NAMES, SETTINGS, strict=True))
+    by_provider = {name: settings_class(name) for name in provider_names()}
     report: list[str] = []
 
     def check(where: str, model: type[BaseModel], data: Any, prefix: str) -> None:

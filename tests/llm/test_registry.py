@@ -15,7 +15,7 @@ from giant.cli.checks import check_override_keys
 from giant.config import CONF_DIR, RunSettings
 from giant.errors import ConfigError
 from giant.eval.dryrun import estimate_cost
-from giant.llm.config import PROVIDER_NAMES, provider_settings, validate_provider
+from giant.llm.config import provider_names, provider_settings, validate_provider
 from giant.llm.factory import build_provider, provider_class
 from giant.llm.image_tokens import anthropic_pixels, openai_high_detail
 from giant.llm.pricing import Pricing
@@ -26,9 +26,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_every_provider_yaml_validates_and_every_name_has_a_class() -> None:
     """conf/provider/*.yaml and the registry name the same providers; each YAML alone is valid."""
-    assert sorted(PROVIDER_NAMES) == sorted(p.stem for p in (CONF_DIR / "provider").glob("*.yaml"))
+    assert sorted(provider_names()) == sorted(p.stem for p in (CONF_DIR / "provider").glob("*.yaml"))
     extra = {"openai_compatible": {"model": "m", "base_url": "http://x/v1"}, "scripted": {"script": __file__}}
-    for name in PROVIDER_NAMES:
+    for name in provider_names():
         settings = provider_settings(name, **extra.get(name, {}))
         assert settings.name == name and provider_class(name).__name__.lower().startswith(name.split("_")[0])
 

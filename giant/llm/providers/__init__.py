@@ -4,12 +4,10 @@ its settings model (`@register("provider")`, giant.registry) naming its provider
 names it. The registry imports this folder when the providers are first read, so keep a module's top
 light (its SDK imported by the provider class's module, which is imported only when it is built)."""
 
-from collections.abc import Mapping
-from typing import Any
-
-from giant.registry import members
-
-# Every registered provider's settings model by name, the built-in ones first.
-PROVIDERS: Mapping[str, Any] = members("provider")
+# The built-in providers' module (its PROVIDERS is every provider), imported with this package: a
+# provider package imported first (`import giant.llm.providers.gemini`) then meets the settings union
+# giant.llm.config builds already whole, instead of being half-imported while the union is built (and
+# left out of it).
+from giant.llm.config import PROVIDERS
 
 __all__ = ["PROVIDERS"]
