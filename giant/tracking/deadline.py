@@ -33,20 +33,21 @@ MAX_RETRIES_ENV = "MLFLOW_HTTP_REQUEST_MAX_RETRIES"  # default 7
 TIMEOUT_ENV = "MLFLOW_HTTP_REQUEST_TIMEOUT"  # default 120 s per request
 BACKOFF_ENV = "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR"  # default 2: urllib3 sleeps 0, 2f, 4f, ... between tries
 MIN_REQUEST_TIMEOUT_S = 5
+MLFLOW_RETRIES, MLFLOW_TIMEOUT_S = 7, 120  # MLflow's defaults: a bound never raises them
 
 
 def http_bounds(seconds: float, backoff_factor: float = 2.0) -> tuple[int, int]:
     """(retries, per-request timeout in s) for MLflow calls that give up within about `seconds`: the
     backoff between tries takes at most half of it, and each try at most a quarter (at least 5 s, what
-    a slow but healthy server may need for a large batch)."""
+    a slow but healthy server may need for a large batch), never more than MLflow's defaults."""
     retries, slept = 0, 0.0
-    while retries < 10:  # MLflow refuses more than 10
+    while retries < MLFLOW_RETRIES:
         pause = 0.0 if retries == 0 else backoff_factor * 2**retries  # before try retries + 2
         if slept + pause > seconds / 2:
             break
         slept += pause
         retries += 1
-    return retries, max(MIN_REQUEST_TIMEOUT_S, math.ceil(seconds / 4))
+    return retries, min(MLFLOW_TIMEOUT_S, max(MIN_REQUEST_TIMEOUT_S, math.ceil(seconds / 4)))
 
 
 def bound_mlflow_http(seconds: float) -> dict[str, str]:
