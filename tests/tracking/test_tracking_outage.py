@@ -108,7 +108,9 @@ def test_a_server_gone_at_the_jobs_end_is_one_line_exit_6_and_the_rerun_logs_it(
     assert proc.returncode == EXIT_UNTRACKED, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"run_eval: MLflow at {server.uri} did not answer for 3 s"), last
+    # MLflow's own retries, bounded from the same 3 s, may give up before the probe's 3 s of silence
+    assert last.startswith(f"run_eval: MLflow at {server.uri} "), last
+    assert "did not answer for 3 s" in last or "failed (API request to" in last, last
     assert "tracking.finish_timeout_s=3" in last and "rerun the same command" in last
     assert str(tmp_path / "job1") in last
     assert json.loads((tmp_path / "job1" / "summary.json").read_text())["complete"] is True
