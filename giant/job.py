@@ -588,9 +588,16 @@ def _finish_tracking_within(
     which reattaches it (RUNNING, as the server last saw it)."""
     from giant.interrupt import Interrupted
     from giant.secrets import redact_urls
-    from giant.tracking.deadline import TrackingUnreachable, server_probe, within
+    from giant.tracking.deadline import (
+        TrackingUnreachable,
+        bound_mlflow_http,
+        restore_env,
+        server_probe,
+        within,
+    )
 
     tracking = settings.tracking
+    bounded = bound_mlflow_http(tracking.finish_timeout_s)  # the worker, if abandoned, gives up soon too
     try:
         within(
             tracking.finish_timeout_s,
@@ -609,6 +616,7 @@ def _finish_tracking_within(
     except (KeyboardInterrupt, Interrupted):
         job.abandoned = True  # the worker may still be inside a call to the server
         raise
+    restore_env(bounded)  # only once the worker ended: an abandoned one keeps the bounded values
     return None
 
 

@@ -62,7 +62,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SWEEP_TABLE = "sweep_runs.csv"
-STATUS_ORDER = ["complete", "incomplete", "failed", "interrupted"]  # a sweep's status: its worst job's
+# a sweep's status: its worst job's
+STATUS_ORDER = ["complete", "untracked", "incomplete", "failed", "interrupted"]
 STOP_CODES = {"Ctrl-C": EXIT_INTERRUPTED, "SIGTERM": EXIT_TERMINATED}  # a stop's reason and exit code
 # The columns of SWEEP_TABLE read from each job's run, beside its outcome
 TABLE_TAGS = (DATASET_TAG, AGENT_MODE_TAG, MAX_STEPS_TAG, CROP_SIZE_TAG, STATUS_TAG)
@@ -297,9 +298,13 @@ def child_status(child: Run) -> str:
 
 def jobs_status(children: list[Run], outcomes: list[JobOutcome]) -> dict[str, str]:
     """Each job's status by its output folder: the worse of its child run's and its outcome's (a job
-    without a run, stopped by a config error, has only its outcome)."""
+    without a run, stopped by a config error, has only its outcome). An untracked job's outcome wins:
+    its run is RUNNING only because the server never took the job's end."""
     jobs = {child.data.tags.get(OUTPUT_DIR_TAG, child.info.run_id): child_status(child) for child in children}
     for outcome in outcomes:
+        if outcome.status == "untracked":
+            jobs[outcome.output_dir] = outcome.status
+            continue
         jobs[outcome.output_dir] = sweep_status([jobs.get(outcome.output_dir, "complete"), outcome.status])
     return jobs
 

@@ -17,13 +17,22 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from pydantic import BaseModel, ValidationError
 
-from giant.errors import EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, EXIT_SETUP, EXIT_TERMINATED
+from giant.errors import (
+    EXIT_CONFIG,
+    EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SETUP,
+    EXIT_TERMINATED,
+    EXIT_UNTRACKED,
+)
 from giant.secrets import redact, secret_values
 
 OUTCOMES_DIR = "outcomes"  # under the sweep folder
 # What a job's exit code makes of it in the sweep's status (any other code is a failure).
 STATUS = {
     EXIT_OK: "complete",
+    EXIT_UNTRACKED: "untracked",  # complete on disk; the tracking server did not take the job's end
     EXIT_INCOMPLETE: "incomplete",
     EXIT_INTERRUPTED: "interrupted",
     EXIT_TERMINATED: "interrupted",
@@ -90,7 +99,8 @@ def failure_lines(outcomes: list[JobOutcome]) -> list[str]:
     """One line per distinct cause (exit code and message) of the jobs that did not complete, naming
     the jobs it stopped, except the interrupted ones (each printed how to resume when it stopped):
     six jobs failing on one missing file are one line, not six. A job is shown by the overrides that
-    set it apart from the sweep's other jobs."""
+    set it apart from the sweep's other jobs. An untracked job did complete: its line says that its
+    records are on disk, not in MLflow (its message names the folder and the rerun that logs them)."""
     failed = [o for o in outcomes if o.code != EXIT_OK and o.status != "interrupted"]
     shared = set.intersection(*(set(o.overrides) for o in outcomes)) if len(outcomes) > 1 else set()
     causes: dict[tuple[int, str], list[JobOutcome]] = {}
@@ -103,5 +113,8 @@ def failure_lines(outcomes: list[JobOutcome]) -> list[str]:
             for o in jobs
         )
         count = f"{len(jobs)} of {len(outcomes)} sweep jobs"
-        lines.append(f"{count} did not complete: {named} (exit {code}: {message})")
+        ended = "did not complete"
+        if code == EXIT_UNTRACKED:
+            ended = "completed with records on disk, not in MLflow"
+        lines.append(f"{count} {ended}: {named} (exit {code}: {message})")
     return lines

@@ -10,6 +10,8 @@ seconds. A local store (sqlite, a folder) cannot go away: it is waited for, stil
 
 from __future__ import annotations
 
+import math
+import os
 import threading
 import time
 import urllib.parse
@@ -24,6 +26,53 @@ from giant.interrupt import Interrupted, StopRequest
 POLL_S = 0.2  # how often the waiting job looks for the worker's end and for a SIGTERM
 PROBE_EVERY_S = 2.0  # how often it asks the server whether it still answers
 PROBE_TIMEOUT_S = 2.0
+
+
+# MLflow's HTTP client settings (mlflow.environment_variables), read at each request
+MAX_RETRIES_ENV = "MLFLOW_HTTP_REQUEST_MAX_RETRIES"  # default 7
+TIMEOUT_ENV = "MLFLOW_HTTP_REQUEST_TIMEOUT"  # default 120 s per request
+BACKOFF_ENV = "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR"  # default 2: urllib3 sleeps 0, 2f, 4f, ... between tries
+MIN_REQUEST_TIMEOUT_S = 5
+MLFLOW_RETRIES, MLFLOW_TIMEOUT_S = 7, 120  # MLflow's defaults: a bound never raises them
+
+
+def http_bounds(seconds: float, backoff_factor: float = 2.0) -> tuple[int, int]:
+    """(retries, per-request timeout in s) for MLflow calls that give up within about `seconds`: the
+    backoff between tries takes at most half of it, and each try at most a quarter (at least 5 s, what
+    a slow but healthy server may need for a large batch), never more than MLflow's defaults."""
+    retries, slept = 0, 0.0
+    while retries < MLFLOW_RETRIES:
+        pause = 0.0 if retries == 0 else backoff_factor * 2**retries  # before try retries + 2
+        if slept + pause > seconds / 2:
+            break
+        slept += pause
+        retries += 1
+    return retries, min(MLFLOW_TIMEOUT_S, max(MIN_REQUEST_TIMEOUT_S, math.ceil(seconds / 4)))
+
+
+def bound_mlflow_http(seconds: float) -> dict[str, str]:
+    """Sets MLflow's HTTP retries and request timeout from tracking.finish_timeout_s before the job's
+    last calls. The wait in `within` ends on time either way, but the worker thread it abandons would
+    go on retrying a gone server for minutes (seven tries with backoff, 120 s each): in a sweep whose
+    jobs share a process, that thread outlives its job. A value exported by the user is kept. Returns
+    what it set (to be undone by restore_env once the calls ended)."""
+    try:
+        factor = float(os.environ.get(BACKOFF_ENV, "2"))
+    except ValueError:
+        factor = 2.0
+    retries, timeout = http_bounds(seconds, factor)
+    wanted = {MAX_RETRIES_ENV: str(retries), TIMEOUT_ENV: str(timeout)}
+    set_now = {key: value for key, value in wanted.items() if key not in os.environ}
+    os.environ.update(set_now)
+    return set_now
+
+
+def restore_env(set_now: dict[str, str]) -> None:
+    """Removes what bound_mlflow_http set (still the same value): the next job's mid-run calls get
+    MLflow's full retries again, which bridge an outage of a few minutes."""
+    for key, value in set_now.items():
+        if os.environ.get(key) == value:
+            del os.environ[key]
 
 
 class TrackingUnreachable(Exception):

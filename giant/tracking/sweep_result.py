@@ -34,6 +34,9 @@ from giant.tracking.view import (
     store_view_from_runs,
     view_address,
 )
+from giant.tracking.view import (
+    scored as scored_runs,
+)
 
 if TYPE_CHECKING:
     from mlflow.entities import Run
@@ -63,7 +66,7 @@ def sweep_plot(runs: list[Run], swept: list[str], path: Path) -> Path | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    scored = [run for run in runs if MAIN_METRIC in run.data.metrics]
+    scored = scored_runs(runs)  # an incomplete job's metric is not a score (view.view_filter)
     settings = numeric_settings(scored, swept)
     if not scored or not settings:
         return None

@@ -29,6 +29,7 @@ from giant.tracking.names import (
     NAVIGATION_METRIC_PREFIX,
     ROLE_TAG,
     SHARED_VIEW_PREFIX,
+    STATUS_TAG,
     STEPS_MEAN_METRIC,
     SWEEP_ID_TAG,
     SWEEP_ROLE,
@@ -63,6 +64,7 @@ METRIC_COLUMNS = (
     f"{NAVIGATION_METRIC_PREFIX}coverage",
 )
 TAG_COLUMNS = (DATASET_TAG, METRIC_NAME_TAG)
+INCOMPLETE = "incomplete"  # the status tag of a job left short (giant.tracking.mlflow_logger.log_summary)
 
 
 def column_key(kind: str, name: str) -> str:
@@ -73,6 +75,20 @@ def column_key(kind: str, name: str) -> str:
 def jobs_filter(sweep_id: str) -> str:
     """The search that lists a sweep's job runs (its parent, reports and comparisons left out)."""
     return f"{tag_filter(SWEEP_ID_TAG, sweep_id)} AND {tag_filter(ROLE_TAG, JOB_ROLE)}"
+
+
+def view_filter(sweep_id: str) -> str:
+    """The search of the sweep's view: its job runs but those that ended incomplete (item-runs left
+    unmeasured, or a budget stop). Such a job's metric is not a score (its unmeasured item-runs would
+    count as wrong answers), so it is neither a row nor a point of the view, while a complete job's
+    metric keeps its name; the sweep's end line and `make tables` name the job left out. Running jobs
+    stay (the view is written as the sweep starts), and a rerun that measures the rest brings it in."""
+    return f"{jobs_filter(sweep_id)} AND tags.`{STATUS_TAG}` != '{INCOMPLETE}'"
+
+
+def scored(runs: Iterable[Run]) -> list[Run]:
+    """The runs of `runs` the view shows (view_filter) that logged the task's metric."""
+    return [r for r in runs if r.data.tags.get(STATUS_TAG) != INCOMPLETE and MAIN_METRIC in r.data.metrics]
 
 
 def swept_params(runs: Iterable[Run]) -> list[str]:
@@ -122,7 +138,7 @@ def view_state(sweep_id: str, swept: Sequence[str], charted: Sequence[str]) -> d
     columns += [column_key("metrics", key) for key in METRIC_COLUMNS]
     return {
         # search facets
-        "searchFilter": jobs_filter(sweep_id),
+        "searchFilter": view_filter(sweep_id),
         "orderByKey": column_key("params", swept[0]) if swept else "attributes.start_time",
         "orderByAsc": True,
         "startTime": "ALL",

@@ -159,3 +159,29 @@ def test_failed_jobs_are_one_line_per_cause() -> None:
         "1 of 4 sweep jobs did not complete: #3 agent.max_steps=3 (exit 4: budget)",
     ]
     assert failure_lines([outcome(0, 0, "ok")]) == []
+
+
+def test_a_job_mlflow_did_not_take_is_untracked_with_its_records_on_disk() -> None:
+    """Exit 6 (EXIT_UNTRACKED): the job completed and its folder has everything; only the tracking
+    server missed its end. Not a failure of the sweep's status, and its line says where the records are,
+    though its MLflow run stayed RUNNING (the server never heard the end)."""
+    from mlflow.entities import Run, RunData, RunInfo, RunTag
+
+    from giant.cli.callbacks import jobs_status, sweep_status
+    from giant.errors import EXIT_UNTRACKED
+    from giant.tracking.names import OUTPUT_DIR_TAG
+
+    message = "MLflow at http://127.0.0.1:5000 did not answer for 60 s ...: the job's records are in /out/1"
+    untracked = JobOutcome(
+        job=1, code=EXIT_UNTRACKED, message=message, overrides=["s=1"], output_dir="/out/1"
+    )
+    complete = JobOutcome(job=0, code=0, message="complete", overrides=["s=0"], output_dir="/out/0")
+    assert untracked.status == "untracked"
+    assert failure_lines([complete, untracked]) == [
+        f"1 of 2 sweep jobs completed with records on disk, not in MLflow: #1 s=1 (exit 6: {message})"
+    ]
+    info = RunInfo("r1", "1", "user", "RUNNING", 0, None, "active")
+    running = Run(info, RunData(tags=[RunTag(OUTPUT_DIR_TAG, "/out/1")]))
+    assert jobs_status([running], [complete, untracked]) == {"/out/0": "complete", "/out/1": "untracked"}
+    assert sweep_status(["complete", "untracked"]) == "untracked"
+    assert sweep_status(["untracked", "incomplete", "complete"]) == "incomplete"

@@ -56,3 +56,26 @@ def test_only_a_remote_server_is_probed() -> None:
     assert server_probe("file:///tmp/mlruns") is None
     probe = server_probe("http://127.0.0.1:1")  # nothing listens on port 1
     assert probe is not None and probe() is False
+
+
+def test_mlflow_s_own_retries_fit_the_bound_of_the_job_s_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An abandoned worker must not go on retrying a gone server for minutes: MLflow's retries and
+    request timeout come from tracking.finish_timeout_s, read by mlflow at each request."""
+    from mlflow.environment_variables import MLFLOW_HTTP_REQUEST_MAX_RETRIES, MLFLOW_HTTP_REQUEST_TIMEOUT
+
+    from giant.tracking.deadline import bound_mlflow_http, http_bounds, restore_env
+
+    for seconds in (3.0, 60.0, 600.0):
+        retries, timeout = http_bounds(seconds)
+        pauses = [0.0] + [2.0 * 2**k for k in range(1, retries)]  # urllib3's sleeps between tries
+        assert sum(pauses) <= seconds / 2 and 0 <= retries <= 7
+        assert timeout <= min(120, max(5, seconds / 4 + 1))
+    assert http_bounds(60.0) == (4, 15)  # MLflow's defaults: 7 retries, 120 s a request
+    assert http_bounds(3600.0) == (7, 120)  # a long bound never raises them
+    monkeypatch.delenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", raising=False)
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")  # the user's own: kept
+    set_now = bound_mlflow_http(60.0)
+    assert set_now == {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "4"}
+    assert MLFLOW_HTTP_REQUEST_MAX_RETRIES.get() == 4 and MLFLOW_HTTP_REQUEST_TIMEOUT.get() == 30
+    restore_env(set_now)
+    assert MLFLOW_HTTP_REQUEST_MAX_RETRIES.get() == 7 and MLFLOW_HTTP_REQUEST_TIMEOUT.get() == 30

@@ -3,23 +3,25 @@
 its last MLflow calls. The job waits at most tracking.finish_timeout_s, then ends with one line and
 exit 6, no traceback; its records are on disk. Once the server is back on the same port and store,
 the same command logs them: the MLflow run is reattached and FINISHED, none is left RUNNING. Ctrl-C
-and SIGTERM during the wait end the job at once (130 and 143), not after MLflow's minutes of retries."""
+and SIGTERM during the wait end the job at once (130 and 143), not after MLflow's minutes of retries:
+Ctrl-C is tested in-process against a closed port (no server to start)."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
-import time
+import threading
 from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 
-from giant.errors import EXIT_INTERRUPTED, EXIT_UNTRACKED
+from giant.errors import EXIT_UNTRACKED
 from tests.cli.test_run_eval import ROOT, SCRIPT, TIMEOUT
 from tests.slurm.mlflow_server import MlflowServer
 
@@ -106,7 +108,9 @@ def test_a_server_gone_at_the_jobs_end_is_one_line_exit_6_and_the_rerun_logs_it(
     assert proc.returncode == EXIT_UNTRACKED, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"run_eval: MLflow at {server.uri} did not answer for 3 s"), last
+    # MLflow's own retries, bounded from the same 3 s, may give up before the probe's 3 s of silence
+    assert last.startswith(f"run_eval: MLflow at {server.uri} "), last
+    assert "did not answer for 3 s" in last or "failed (API request to" in last, last
     assert "tracking.finish_timeout_s=3" in last and "rerun the same command" in last
     assert str(tmp_path / "job1") in last
     assert json.loads((tmp_path / "job1" / "summary.json").read_text())["complete"] is True
@@ -131,39 +135,50 @@ def test_a_server_gone_at_the_jobs_end_is_one_line_exit_6_and_the_rerun_logs_it(
     assert runs[0].data.tags["status"] == "complete" and "metric_boot_mean" in runs[0].data.metrics
 
 
-@pytest.mark.slow
-def test_ctrl_c_while_waiting_for_the_server_ends_the_job_at_once(tmp_path: Path) -> None:
-    """SIGINT as a terminal's Ctrl-C sends it (SIGTERM takes the same path: test_deadline.py)."""
-    signum, code = signal.SIGINT, EXIT_INTERRUPTED
-    server = _started(tmp_path / "server")
-    env = _env(tmp_path, server)
-    flag = tmp_path / "server_killed"
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", OUTAGE_CLI, str(SCRIPT), *_args(server, tmp_path / "job", 600)],
-            cwd=tmp_path,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+def test_ctrl_c_while_waiting_for_the_server_ends_the_job_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In-process, against a closed port: the job's last MLflow calls (giant.job's finish phase, a
+    real JobRun and MlflowClient) meet a server that is gone, under a 60 s bound; a SIGINT, as a
+    terminal's Ctrl-C sends it, ends the wait within a poll, and the run is marked abandoned so that
+    closing it does not wait on the server again. Meanwhile MLflow's own retries are bounded from the
+    same setting, so the abandoned worker stops soon after (SIGTERM takes the same path:
+    test_deadline.py)."""
+    from hydra import compose, initialize_config_dir
+    from mlflow.tracking import MlflowClient
+
+    from giant.config import RunSettings
+    from giant.eval.summarize import summarize
+    from giant.interrupt import StopRequest
+    from giant.job import _finish_tracking_within
+    from giant.record import JobLayout
+    from giant.record.summary import Provenance
+    from giant.tracking.mlflow_logger import JobRun
+
+    for name in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT"):
+        monkeypatch.delenv(name, raising=False)  # restored after the test: the worker may outlive it
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        uri = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    with initialize_config_dir(str(ROOT / "conf"), version_base=None):
+        cfg = compose(
+            "config", overrides=["provider=random", f"tracking.uri={uri}", "tracking.finish_timeout_s=60"]
         )
-        deadline = time.monotonic() + FLAG_WAIT_S
-        while not flag.exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert flag.exists(), "the job never reached its end"
-        time.sleep(1)  # inside the wait for the server now (a 600 s bound)
-        proc.send_signal(signum)
-        try:
-            # MLflow's own retries would hold it for minutes; the bound for a signal is seconds
-            _, err = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            pytest.fail(f"{signal.Signals(signum).name} was not honoured within 10 s of the server's outage")
-    finally:
-        server.stop()
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == code, err[-3000:]
-    assert "Traceback" not in err
-    assert err.strip().splitlines()[-1].startswith("run_eval: ") and "rerun the same command" in err
+    settings = RunSettings.from_config(cfg)
+    summary = summarize(
+        [],
+        [],
+        dataset="demo",
+        metric_name="accuracy",
+        runs_per_item=1,
+        seed=0,
+        scoring=settings.run.scoring,
+        provenance=Provenance(run_key="k", config_hash="c", dataset_hash="d"),
+    )
+    job = JobRun(MlflowClient(uri), "0" * 32, settings)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    threading.Timer(1.0, os.kill, args=(os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):  # MLflow's retries alone would hold it for minutes
+        _finish_tracking_within(job, settings, summary, JobLayout(tmp_path), {}, StopRequest())
+    assert job.abandoned
+    assert os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] == "4"  # the worker gives up within ~1 min

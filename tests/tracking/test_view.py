@@ -13,10 +13,12 @@ from giant.tracking.names import (
     JOB_ROLE,
     ROLE_TAG,
     SHARED_VIEW_PREFIX,
+    STATUS_TAG,
     SWEEP_ID_TAG,
     SWEEP_ROLE,
 )
 from giant.tracking.store import runs_table_links
+from giant.tracking.sweep_result import sweep_plot
 from giant.tracking.view import store_view_from_runs, view_address
 
 
@@ -26,7 +28,9 @@ def _sweep(client: MlflowClient, experiment: str) -> tuple[str, list[str]]:
     for task in ("tcga", "panda"):
         for steps in ("5", "10"):
             run = client.create_run(
-                experiment, tags={ROLE_TAG: JOB_ROLE, SWEEP_ID_TAG: sweep, DATASET_TAG: task}
+                experiment,
+                # every job run has a status from its start (giant.tracking.mlflow_logger.run_tags)
+                tags={ROLE_TAG: JOB_ROLE, SWEEP_ID_TAG: sweep, DATASET_TAG: task, STATUS_TAG: "complete"},
             )
             for key, value in {
                 "agent.max_steps": steps,
@@ -64,6 +68,33 @@ def test_the_view_lists_the_jobs_with_the_ablation_s_columns(mlflow_store: tuple
         ("SCATTER", {"key": "agent.max_steps", "type": "PARAM"}, "metric")
     ]
     assert {c["metricSectionId"] for c in charts} == {s["uuid"] for s in state["compareRunSections"]}
+
+
+def test_a_job_with_unmeasured_item_runs_is_no_row_and_no_point_of_the_view(
+    mlflow_store: tuple[str, str], tmp_path
+) -> None:
+    """Its metric counts the unmeasured item-runs as wrong answers: not a score (issue 39). Complete and
+    still running jobs stay listed, under the metric's unchanged name."""
+    uri, experiment = mlflow_store
+    client = MlflowClient(uri)
+    sweep, jobs = _sweep(client, experiment)
+    for run_id in jobs:
+        client.log_metric(run_id, "metric", 0.5)
+    client.set_tag(jobs[0], STATUS_TAG, "incomplete")
+    client.set_tag(jobs[1], STATUS_TAG, "running")
+    swept = store_view_from_runs(client, experiment, sweep)
+    state = json.loads(client.get_experiment(experiment).tags[f"{SHARED_VIEW_PREFIX}{sweep}"])
+    listed = {run.info.run_id for run in client.search_runs([experiment], state["searchFilter"])}
+    assert listed == set(jobs[1:])
+    assert "metrics.`metric`" in state["selectedColumns"]
+    runs = [client.get_run(run_id) for run_id in jobs]
+    plot = sweep_plot(runs, swept, tmp_path / "plot.png")
+    assert plot is not None and plot.is_file()  # the other jobs are drawn
+    client.set_tag(jobs[2], STATUS_TAG, "incomplete")
+    client.set_tag(jobs[3], STATUS_TAG, "incomplete")
+    client.set_tag(jobs[1], STATUS_TAG, "incomplete")
+    # every job incomplete: nothing to draw (an incomplete job's metric was plotted before)
+    assert sweep_plot([client.get_run(run_id) for run_id in jobs], swept, tmp_path / "none.png") is None
 
 
 def test_make_ui_prints_the_newest_sweep_s_address(mlflow_store: tuple[str, str]) -> None:
