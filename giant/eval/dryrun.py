@@ -24,7 +24,8 @@ The estimate is a documented approximation for a run that uses every step:
   nor OpenAI's 24-hour retention (provider.prompt_cache_retention, auto: asked for in batch mode by
   the models that take it; the rule holds at the same cache prices).
 Once a pilot of the same run key has finished item-runs, their real dollars give a better forecast
-(giant/eval/forecast.py), printed below these figures.
+(giant/eval/forecast.py), and its measured calls, latencies and limits the campaign's wall time
+(giant/eval/pilot_time.py), printed below these figures.
 """
 
 from __future__ import annotations
@@ -259,7 +260,14 @@ def dry_run(  # noqa: PLR0913  one job's items, settings and where its estimate 
         layouts=layout_counts(row.layout for row in check.slides if row.layout),
         slides=check.slides,
         estimate=estimate,
-        pilot=pilot_forecast(pilot, item_runs) if pilot is not None else None,
+        pilot=pilot_forecast(
+            pilot,
+            item_runs,
+            concurrency=concurrency,
+            limits={"requests": getattr(provider, "rpm", None), "tokens": getattr(provider, "tpm", None)},
+        )
+        if pilot is not None
+        else None,
         context=context_fit(items, agent, provider),
         cell=cell,
         no_mpp=no_mpp,
