@@ -10,10 +10,17 @@ summary.json `pacing` record (giant.record.summary.Pacing) and its results it ta
   campaign's own settings where lower: the lower limit wins, as in the pacer;
 - the seconds its lanes were paused by 429s: a campaign meets them once, while its pacer learns the limits.
 
+A campaign whose settings name no limit also starts slowly (giant.llm.pacer): one request alone, then
+one more in flight per reply until a limit is known. When the pilot learned a limit (from a header or
+a 429) the campaign's first reply tells it again: one call's time lost; when it learned none, the
+window doubles each call's time until every lane sends, ceil(log2(lanes)) calls' time, the last lane's
+first call starting that late.
+
 The campaign's wall time is then the longer of the item-runs spread over the lanes,
 ceil(item-runs / lanes) x an item-run's own time, and, for each limit, its units (answered requests,
 their tokens) at its rate less the one second's worth a server lets through at once, plus one call's
-latency (the bound of giant.eval.pacing, for the whole campaign); plus the pilot's pauses. Its 95%
+latency (the bound of giant.eval.pacing, for the whole campaign); plus the pilot's pauses and the
+slow start. Its 95%
 interval comes from a bootstrap over the pilot's finished item-runs (their own times and their calls).
 Item-runs that ended on a setup cause (a rate limit, a server down) or are still to be run are not
 finished episodes: their seconds say nothing about a finished item-run.
@@ -28,7 +35,7 @@ from pydantic import BaseModel
 
 from giant.eval.bootstrap import bootstrap_mean
 from giant.eval.timing import duration
-from giant.llm.pacer import BURST_S
+from giant.llm.pacer import BURST_S, PROBE_WAIT_S
 from giant.record.results import ResultRecord
 from giant.record.summary import Pacing
 
@@ -45,6 +52,7 @@ class PilotTime(BaseModel):
     own_s_per_call: float  # giant's own time per call: an item-run's own time over its calls, less latency
     limits: dict[str, float]  # per minute, by kind, that the forecast paces by
     paused_s: float  # the pilot's 429 pauses, counted once
+    start_s: float  # the pacer's slow start, while no limit is known
     requests: int  # the pilot's requests, 429s included
     requests_429: int
     forecast_s: float
@@ -64,7 +72,8 @@ class PilotTime(BaseModel):
             f"{duration(self.high_s)}), set by {by}",
             f"  from {self.episodes} finished episodes: {self.calls_per_item_run:.1f} calls per item-run, "
             f"{self.latency_s:.2f} s per call, giant's own {self.own_s_per_call:.2f} s per call, "
-            f"{self.requests_429} of {self.requests} requests answered 429, {self.paused_s:.0f} s paused",
+            f"{self.requests_429} of {self.requests} requests answered 429, {self.paused_s:.0f} s paused; "
+            f"{self.start_s:.0f} s of slow start",
         ]
 
 
@@ -78,6 +87,7 @@ def campaign_s(  # noqa: PLR0913  the campaign's size and each measured figure, 
     units_per_call: Mapping[str, float],
     limits: Mapping[str, float],
     paused_s: float = 0.0,
+    start_s: float = 0.0,
 ) -> tuple[float, str]:
     """The campaign's wall time and what sets it ("latency" or a limit's kind)."""
     lanes = max(1, min(concurrency, item_runs))
@@ -89,7 +99,15 @@ def campaign_s(  # noqa: PLR0913  the campaign's size and each measured figure, 
         rated = max(0.0, units - per_s * BURST_S) / per_s + latency_s
         if units and rated > longest:
             longest, set_by = rated, kind
-    return longest + paused_s, set_by
+    return longest + paused_s + start_s, set_by
+
+
+def slow_start_s(*, call_s: float, lanes: int, pilot_knew: bool, settings: bool) -> float:
+    """The campaign's seconds lost to the pacer's slow start (see the module's docstring)."""
+    if settings:
+        return 0.0
+    rounds = 1 if pilot_knew else math.ceil(math.log2(max(1, lanes)))
+    return rounds * min(call_s, PROBE_WAIT_S)
 
 
 def campaign_limits(pilot: Mapping[str, float], settings: Mapping[str, float | None]) -> dict[str, float]:
@@ -125,7 +143,13 @@ def pilot_time(
     units = {kind: used / pacing.answered for kind, used in pacing.used.items()}
     limits = campaign_limits(pacing.limits, settings)
 
+    lanes = max(1, min(concurrency, item_runs))
+
     def forecast(call_count: float, item_run_s: float) -> tuple[float, str]:
+        call_s = item_run_s / call_count if call_count else pacing.latency_s
+        start = slow_start_s(
+            call_s=call_s, lanes=lanes, pilot_knew=bool(pacing.limits), settings=any(settings.values())
+        )
         return campaign_s(
             item_runs=item_runs,
             concurrency=concurrency,
@@ -135,6 +159,7 @@ def pilot_time(
             units_per_call=units,
             limits=limits,
             paused_s=pacing.paused_s,
+            start_s=start,
         )
 
     point, set_by = forecast(calls_mean.point, own_mean.point)
@@ -149,6 +174,12 @@ def pilot_time(
         own_s_per_call=max(0.0, per_call - pacing.latency_s),
         limits=limits,
         paused_s=pacing.paused_s,
+        start_s=slow_start_s(
+            call_s=per_call or pacing.latency_s,
+            lanes=lanes,
+            pilot_knew=bool(pacing.limits),
+            settings=any(settings.values()),
+        ),
         requests=pacing.requests,
         requests_429=pacing.requests_429,
         forecast_s=point,
