@@ -39,7 +39,9 @@ from tests.llm.ratelimit_server import RateLimitedAPI, serving_apart
 OUTPUT_CAP = 20
 PROMPT = Conversation(
     system="You are a pathologist.",
-    messages=[UserMessage(parts=[TextPart(text="Which cancer type is this? " + "Describe the slide. " * 100)])],
+    messages=[
+        UserMessage(parts=[TextPart(text="Which cancer type is this? " + "Describe the slide. " * 100)])
+    ],
 )
 
 
@@ -86,7 +88,9 @@ def scenario(kind: str, args: argparse.Namespace) -> tuple[PilotTime, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--pilot", type=int, default=4, help="item-runs of the pilot")
     parser.add_argument("--item-runs", type=int, default=24, help="item-runs of the campaign")
     parser.add_argument("--calls", type=int, default=4)

@@ -48,7 +48,9 @@ class PilotForecast(BaseModel):
         return sum(task.episodes for task in self.tasks.values())
 
     def render(self) -> list[str]:
-        lines = [f"pilot forecast from {self.episodes} finished episodes in {self.source}:"] if self.tasks else []
+        lines = (
+            [f"pilot forecast from {self.episodes} finished episodes in {self.source}:"] if self.tasks else []
+        )
         lines += [
             f"  {name}: ${t.forecast_usd:,.2f} (95% interval ${t.ci_low_usd:,.2f}-${t.ci_high_usd:,.2f}) "
             f"= ${t.mean_usd:,.4f} per item-run x {t.item_runs}, based on {t.episodes} episodes"
@@ -95,7 +97,7 @@ def pilot_forecast(
     return PilotForecast(source=str(pilot), tasks=tasks, time=time) if tasks or time else None
 
 
-def _time(  # noqa: PLR0913  the pilot's records and the campaign's size, passed through
+def _time(
     pilot: Path,
     records: list[ResultRecord],
     finished: list[ResultRecord],

@@ -24,7 +24,9 @@ from .runner_fixtures import AGENT, SLIDES, evaluate, make_items
 
 def _record(n: int, calls: int, seconds: float, **fields: object) -> ResultRecord:
     base = {"key": f"demo/{n}", "benchmark": "demo", "run_index": 0, "seed": 0, "truth": 0}
-    return ResultRecord.model_validate(base | {"status": "answered", "calls": calls, "seconds": seconds} | fields)
+    return ResultRecord.model_validate(
+        base | {"status": "answered", "calls": calls, "seconds": seconds} | fields
+    )
 
 
 def _pacing(**fields: object) -> Pacing:
@@ -35,14 +37,26 @@ def _pacing(**fields: object) -> Pacing:
 
 def test_the_longer_of_the_lanes_and_each_limit_sets_the_campaigns_time() -> None:
     lanes_only, by = campaign_s(
-        item_runs=20, concurrency=8, calls_per_item_run=5, item_run_s=12.0, latency_s=2.0,
-        units_per_call={}, limits={},
-    )  # fmt: skip
+        item_runs=20,
+        concurrency=8,
+        calls_per_item_run=5,
+        item_run_s=12.0,
+        latency_s=2.0,
+        units_per_call={},
+        limits={},
+    )
     assert by == "latency" and lanes_only == math.ceil(20 / 8) * 12.0
     limited, by = campaign_s(
-        item_runs=20, concurrency=8, calls_per_item_run=5, item_run_s=12.0, latency_s=2.0,
-        units_per_call={"tokens": 3000.0}, limits={"requests": 600, "tokens": 60_000}, paused_s=4.0, start_s=1.5,
-    )  # fmt: skip
+        item_runs=20,
+        concurrency=8,
+        calls_per_item_run=5,
+        item_run_s=12.0,
+        latency_s=2.0,
+        units_per_call={"tokens": 3000.0},
+        limits={"requests": 600, "tokens": 60_000},
+        paused_s=4.0,
+        start_s=1.5,
+    )
     tokens_per_s = 60_000 / 60
     expected = (20 * 5 * 3000 - tokens_per_s * BURST_S) / tokens_per_s + 2.0
     assert by == "tokens" and limited == pytest.approx(expected + 4.0 + 1.5)
@@ -57,7 +71,11 @@ def test_the_slow_start_costs_a_call_per_doubling_unless_a_limit_is_known_or_set
 
 
 def test_the_forecast_takes_the_pacers_waits_out_of_the_finished_episodes() -> None:
-    records = [_record(0, 4, 10.0), _record(1, 4, 14.0), _record(2, 2, 3.0, status="retries_exhausted", cause="rate_limit")]
+    records = [
+        _record(0, 4, 10.0),
+        _record(1, 4, 14.0),
+        _record(2, 2, 3.0, status="retries_exhausted", cause="rate_limit"),
+    ]
     finished = records[:2]
     waited, latency = 5.0, 2.0
     pacing = _pacing(latency_s=latency, waited_s=waited, limits={"requests": 30.0}, used={"tokens": 38_000.0})
@@ -108,4 +126,3 @@ def test_a_pilots_recorded_figures_reach_the_dry_runs_forecast(
     assert time.limits == {"requests": 600.0}  # from the headers the pilot read
     assert time.requests == api.answered + api.refused
     assert "pilot time forecast for 40 item-runs at concurrency 8" in report.render()
-
