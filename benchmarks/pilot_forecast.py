@@ -66,6 +66,7 @@ async def run(url: str, item_runs: int, args: argparse.Namespace) -> tuple[float
     await asyncio.gather(*(lane() for _ in range(args.concurrency)))
     makespan = time.perf_counter() - started
     record = pacing(provider, wall_s=makespan, lanes=args.concurrency)
+    await provider.client.close()  # in this event loop, before asyncio.run closes it
     assert record is not None, "no call reached the server"
     return makespan, records, record
 
