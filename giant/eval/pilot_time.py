@@ -145,11 +145,15 @@ def pilot_time(
 
     lanes = max(1, min(concurrency, item_runs))
 
-    def forecast(call_count: float, item_run_s: float) -> tuple[float, str]:
-        call_s = item_run_s / call_count if call_count else pacing.latency_s
-        start = slow_start_s(
-            call_s=call_s, lanes=lanes, pilot_knew=bool(pacing.limits), settings=any(settings.values())
+    def start(call_count: float, item_run_s: float) -> float:
+        return slow_start_s(
+            call_s=item_run_s / call_count if call_count else pacing.latency_s,
+            lanes=lanes,
+            pilot_knew=bool(pacing.limits),
+            settings=any(settings.values()),
         )
+
+    def forecast(call_count: float, item_run_s: float) -> tuple[float, str]:
         return campaign_s(
             item_runs=item_runs,
             concurrency=concurrency,
@@ -159,7 +163,7 @@ def pilot_time(
             units_per_call=units,
             limits=limits,
             paused_s=pacing.paused_s,
-            start_s=start,
+            start_s=start(call_count, item_run_s),
         )
 
     point, set_by = forecast(calls_mean.point, own_mean.point)
@@ -174,12 +178,7 @@ def pilot_time(
         own_s_per_call=max(0.0, per_call - pacing.latency_s),
         limits=limits,
         paused_s=pacing.paused_s,
-        start_s=slow_start_s(
-            call_s=per_call or pacing.latency_s,
-            lanes=lanes,
-            pilot_knew=bool(pacing.limits),
-            settings=any(settings.values()),
-        ),
+        start_s=start(calls_mean.point, own_mean.point),
         requests=pacing.requests,
         requests_429=pacing.requests_429,
         forecast_s=point,
