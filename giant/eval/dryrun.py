@@ -522,9 +522,11 @@ def sweep_lines(job_dirs: Sequence[Path]) -> list[str]:
 
 def sweep_time_line(reports: Sequence[DryRunReport]) -> str:
     """The whole sweep's wall time per tier, its cells one after another (cells that share a key share
-    its rate limits, so running them side by side is no faster once the limits bind)."""
+    its rate limits, so running them side by side is no faster once the limits bind); and the sum of
+    the pilots' forecasts (giant.eval.pilot_time) of the cells that had a pilot."""
     spans: dict[str, tuple[float, float]] = {}
     unknown = 0
+    piloted = [r.pilot.time for r in reports if r.pilot is not None and r.pilot.time is not None]
     for report in reports:
         if report.time is None or not report.time.tiers:
             unknown += 1
@@ -534,4 +536,12 @@ def sweep_time_line(reports: Sequence[DryRunReport]) -> str:
             spans[tier.tier] = (low + tier.low_s, high + tier.high_s)
     shown = " / ".join(f"{tier} {duration(low)} - {duration(high)}" for tier, (low, high) in spans.items())
     left = f" ({unknown} cell(s) not timed)" if unknown else ""
+    if piloted:
+        forecast, low, high = (
+            sum(getattr(t, field) for t in piloted) for field in ("forecast_s", "low_s", "high_s")
+        )
+        left += (
+            f"; from the pilots of {len(piloted)} cell(s): {duration(forecast)} "
+            f"({duration(low)} - {duration(high)})"
+        )
     return f"the whole sweep's wall time, cells one after another: {shown or 'unknown'}{left}"

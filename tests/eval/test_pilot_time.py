@@ -6,11 +6,14 @@ from __future__ import annotations
 import asyncio
 import math
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
-from giant.eval.dryrun import dry_run
+from giant.eval.dryrun import DryRunReport, dry_run, sweep_time_line
 from giant.eval.pilot_time import campaign_s, pilot_time, slow_start_s
+from giant.eval.timing import duration
 from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.pacer import BURST_S, PROBE_WAIT_S
@@ -126,3 +129,13 @@ def test_a_pilots_recorded_figures_reach_the_dry_runs_forecast(
     assert time.limits == {"requests": 600.0}  # from the headers the pilot read
     assert time.requests == api.answered + api.refused
     assert "pilot time forecast for 40 item-runs at concurrency 8" in report.render()
+
+
+def test_a_dry_run_sweep_adds_up_its_cells_pilot_forecasts() -> None:
+    records = [_record(0, 4, 10.0), _record(1, 4, 14.0)]
+    pacing = _pacing(latency_s=2.0, waited_s=0.0, limits={"requests": 60.0})
+    times = [pilot_time(records, records, pacing, item_runs=n, concurrency=8, settings={}) for n in (80, 800)]
+    cells = [cast(DryRunReport, SimpleNamespace(time=None, pilot=SimpleNamespace(time=t))) for t in times]
+    line = sweep_time_line(cells)
+    total = sum(t.forecast_s for t in times if t is not None)
+    assert f"from the pilots of 2 cell(s): {duration(total)} (" in line
