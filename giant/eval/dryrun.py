@@ -24,7 +24,8 @@ The estimate is a documented approximation for a run that uses every step:
   nor OpenAI's 24-hour retention (provider.prompt_cache_retention, auto: asked for in batch mode by
   the models that take it; the rule holds at the same cache prices).
 Once a pilot of the same run key has finished item-runs, their real dollars give a better forecast
-(giant/eval/forecast.py), printed below these figures.
+(giant/eval/forecast.py), and its measured calls, latencies and limits the campaign's wall time
+(giant/eval/pilot_time.py), printed below these figures.
 """
 
 from __future__ import annotations
@@ -259,7 +260,14 @@ def dry_run(  # noqa: PLR0913  one job's items, settings and where its estimate 
         layouts=layout_counts(row.layout for row in check.slides if row.layout),
         slides=check.slides,
         estimate=estimate,
-        pilot=pilot_forecast(pilot, item_runs) if pilot is not None else None,
+        pilot=pilot_forecast(
+            pilot,
+            item_runs,
+            concurrency=concurrency,
+            limits={"requests": getattr(provider, "rpm", None), "tokens": getattr(provider, "tpm", None)},
+        )
+        if pilot is not None
+        else None,
         context=context_fit(items, agent, provider),
         cell=cell,
         no_mpp=no_mpp,
@@ -514,9 +522,11 @@ def sweep_lines(job_dirs: Sequence[Path]) -> list[str]:
 
 def sweep_time_line(reports: Sequence[DryRunReport]) -> str:
     """The whole sweep's wall time per tier, its cells one after another (cells that share a key share
-    its rate limits, so running them side by side is no faster once the limits bind)."""
+    its rate limits, so running them side by side is no faster once the limits bind); and the sum of
+    the pilots' forecasts (giant.eval.pilot_time) of the cells that had a pilot."""
     spans: dict[str, tuple[float, float]] = {}
     unknown = 0
+    piloted = [r.pilot.time for r in reports if r.pilot is not None and r.pilot.time is not None]
     for report in reports:
         if report.time is None or not report.time.tiers:
             unknown += 1
@@ -526,4 +536,12 @@ def sweep_time_line(reports: Sequence[DryRunReport]) -> str:
             spans[tier.tier] = (low + tier.low_s, high + tier.high_s)
     shown = " / ".join(f"{tier} {duration(low)} - {duration(high)}" for tier, (low, high) in spans.items())
     left = f" ({unknown} cell(s) not timed)" if unknown else ""
+    if piloted:
+        forecast, low, high = (
+            sum(getattr(t, field) for t in piloted) for field in ("forecast_s", "low_s", "high_s")
+        )
+        left += (
+            f"; from the pilots of {len(piloted)} cell(s): {duration(forecast)} "
+            f"({duration(low)} - {duration(high)})"
+        )
     return f"the whole sweep's wall time, cells one after another: {shown or 'unknown'}{left}"

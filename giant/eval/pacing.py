@@ -47,4 +47,8 @@ def pacing(provider: object, *, wall_s: float, lanes: int) -> Pacing | None:
         makespan_s=wall_s,
         bound_s=bound_s(pacer, lanes),
         limits=pacer.limits(),
+        answered=stats.answered,
+        latency_s=stats.latency_s / stats.answered if stats.answered else 0.0,
+        waited_s=round(stats.waited_s, 3),
+        used=dict(stats.used),
     )

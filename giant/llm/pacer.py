@@ -136,6 +136,8 @@ class PacerStats:
     tokens: int = 0  # input + output tokens of the answered requests, as the replies counted them
     answered: int = 0  # requests answered (a reply the runtime could count)
     latency_s: float = 0.0  # their latencies, summed (the pacer's waits excluded)
+    waited_s: float = 0.0  # seconds requests waited for their turn, summed over the lanes (the pilot
+    # forecast takes them out of an item-run's time to find giant's own: giant.eval.pilot_time)
     used: dict[str, float] = field(default_factory=dict)  # units by kind, as the replies counted them
 
 
@@ -183,6 +185,7 @@ class Pacer:
     async def acquire(self, cost: Mapping[Kind, float]) -> None:
         """Wait for this request's turn (and for any pause a 429 started meanwhile). Every acquire is
         followed by one `finished` when its reply (or failure) is in."""
+        entered = self.clock()
         await self._enter()
         epoch = self._epoch
         start = self.reserve(cost, self.clock())
@@ -195,6 +198,7 @@ class Pacer:
                 break
             await self.sleep(wait)
         self.stats.requests += 1
+        self.stats.waited_s += self.clock() - entered
 
     async def _enter(self) -> None:
         if self._in_flight >= self._window:

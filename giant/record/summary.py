@@ -73,6 +73,11 @@ class Pacing(BaseModel):
     makespan_s: float  # this invocation's wall time (totals.wall_s)
     bound_s: float
     limits: dict[str, float] = Field(default_factory=dict)  # per minute, by kind, as last in force
+    # What the pilot forecast (giant.eval.pilot_time) measures the campaign by; 0 / empty in older records.
+    answered: int = 0  # requests answered
+    latency_s: float = 0.0  # mean seconds of an answered request (the pacer's waits excluded)
+    waited_s: float = 0.0  # seconds requests waited for their turn, summed over the lanes
+    used: dict[str, float] = Field(default_factory=dict)  # units by kind (tokens, ...) the replies counted
 
     @property
     def makespan_over_bound(self) -> float | None:

@@ -62,7 +62,7 @@ def test_a_dry_run_sweep_prints_its_whole_time_per_tier() -> None:
             provider=gpt5,
             tiers=["standard", "flex"],
         )
-        return cast(DryRunReport, SimpleNamespace(time=time))
+        return cast(DryRunReport, SimpleNamespace(time=time, pilot=None))
 
     cells = [cell(80), cell(160)]
     line = sweep_time_line(cells)
