@@ -96,3 +96,22 @@ def test_a_bad_override_is_the_config_error_the_command_line_exits_2_with(
     with pytest.raises(ConfigError, match=says.replace("(", r"\(")):
         giant.evaluate([*overrides, f"paths.cache_dir={tmp_path / 'cache'}"], output_dir=tmp_path / "job")
     assert not (tmp_path / "job" / "summary.json").exists()
+
+
+def test_evaluate_runs_where_an_event_loop_is_already_running(tmp_path: Path) -> None:
+    """A notebook runs its own event loop on the caller's thread (so does an async harness): the job,
+    whose runner needs asyncio.run(), still runs and returns its summary (before, RuntimeError)."""
+    import asyncio
+
+    overrides = [o for o in _overrides(tmp_path) if not o.startswith("tracking.")] + [
+        "tracking.enabled=false",
+        "limit=2",
+        "agent.max_steps=1",
+    ]
+
+    async def in_a_notebook_cell() -> Summary | None:
+        return giant.evaluate(overrides, output_dir=tmp_path / "job")
+
+    summary = asyncio.run(in_a_notebook_cell())
+    assert summary is not None and summary.n_items == 2 and summary.complete
+    assert read_summary(tmp_path / "job").n_items == 2

@@ -20,6 +20,7 @@ from giant.agent.images import ImageStore
 from giant.agent.limits import LimitExceeded, Limits, SharedLimits
 from giant.agent.modes import mode_of
 from giant.core import Item
+from giant.errors import ConfigError
 from giant.llm.ledger import Ledger
 from giant.llm.types import Provider
 from giant.record import REQUESTS_FILE, write_trajectory
@@ -114,7 +115,7 @@ async def run_episode(  # noqa: PLR0913  the episode's inputs, each from a diffe
         if ep is not None:
             ep.record_interrupted(why)
         traj.status, traj.reason = "timeout", f"{why}; the partial trajectory is kept"
-    except LimitExceeded:  # the run's stop or halt: the item is not over
+    except (LimitExceeded, ConfigError):  # the run's stop or halt, or its setup: the item is not over
         raise
     except Exception as exc:
         raise _crashed(traj, ep, started, out_dir, exc) from exc

@@ -11,7 +11,9 @@ RunStopped (its code), giant.interrupt.Interrupted (143), KeyboardInterrupt (130
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -50,7 +52,20 @@ def evaluate(overrides: Sequence[str] = (), *, output_dir: str | Path | None = N
     PathSettings.from_config(cfg).check_writable(folder, sweep=False)
     context = JobContext(output_dir=folder.absolute(), overrides=tuple(given))
     _save_hydra_files(cfg, context)
-    return run_job(_job_config(cfg), context)
+    if not _loop_running():
+        return run_job(_job_config(cfg), context)
+    # A notebook (Jupyter runs its own event loop on this thread) or an async harness: the job's
+    # asyncio.run() cannot start here, so the job runs on a thread of its own and this call waits.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="giant-evaluate") as pool:
+        return pool.submit(run_job, _job_config(cfg), context).result()
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _run_dir(cfg: DictConfig) -> Path:

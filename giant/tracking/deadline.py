@@ -18,7 +18,6 @@ import urllib.parse
 from collections.abc import Callable
 
 import httpx2
-import requests
 from mlflow.exceptions import MlflowException
 
 from giant.interrupt import Interrupted, StopRequest
@@ -135,7 +134,7 @@ def within(
         next_probe = time.monotonic() + min(PROBE_EVERY_S, seconds / 4)
     if failure:
         exc = failure[0]
-        if isinstance(exc, MlflowException | requests.RequestException | OSError):
+        if isinstance(exc, MlflowException | OSError):  # requests' errors (MLflow's client) are OSErrors
             first = (str(exc).splitlines() or [type(exc).__name__])[0]
             raise TrackingUnreachable(f"failed ({first[:200]})") from exc
         raise exc

@@ -24,8 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
-from urllib.request import url2pathname
+from urllib.parse import unquote, urlparse
 
 import mlflow
 from mlflow.entities import SpanType, Trace, TraceInfo
@@ -244,7 +243,7 @@ def _link_images(info: TraceInfo, images: _Images) -> None:
     parsed = urlparse(get_artifact_uri_for_trace(info))
     if parsed.scheme != "file":
         return  # a server's or a cloud store: MLflow's upload is the only copy there
-    folder = Path(url2pathname(parsed.path)) / ATTACHMENTS_DIR
+    folder = Path(unquote(parsed.path)) / ATTACHMENTS_DIR
     for attachment_id, source in images.sources.items():
         target = folder / attachment_id
         if target.is_file():

@@ -136,8 +136,8 @@ def test_annotations_added_after_the_run_count_in_a_rescore_without_provider_cal
 
 @pytest.mark.slow
 def test_the_pages_draw_the_curves_and_the_annotations_under_the_crop_boxes(
-    browser: Any, cli: Env, giant_job: tuple[dict, dict[str, float]]
-) -> None:
+    cli: Env, giant_job: tuple[dict, dict[str, float]], browser: Any
+) -> None:  # the job first: Playwright's sync API runs an event loop on this thread while it is open
     folder = cli.tmp / "giant"
     page_path = sorted(folder.glob("trajectories/*/run0/trajectory.html"))[0]
     with serve(folder) as base:
