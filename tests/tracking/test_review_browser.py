@@ -24,6 +24,7 @@ from PIL import Image
 
 from giant.tracking.review import Review, open_review
 from giant.tracking.traces import log_traces
+from giant.tracking.ui import stop_group
 from tests.eval.runner_fixtures import SLIDES, evaluate, make_items, random_provider, write_slides
 from tests.tracking.traced import new_job
 
@@ -63,7 +64,8 @@ def ui(tmp_path_factory: pytest.TempPathFactory, empty_store_db: Path) -> Iterat
     command += ["--port", str(port), "--default-artifact-root", str(root / "artifacts")]
     log_path = root / "mlflow_ui.log"
     with log_path.open("w") as log:
-        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        # its own process group: stop_group ends the UI's workers with it (terminate() left them serving)
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         base = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + STARTUP_S
@@ -77,11 +79,7 @@ def ui(tmp_path_factory: pytest.TempPathFactory, empty_store_db: Path) -> Iterat
                     time.sleep(0.3)
             yield base, experiment_id, review
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            stop_group(server)
 
 
 def _shots(tmp_path: Path) -> Path:
