@@ -12,16 +12,17 @@ import hashlib
 import json
 import tempfile
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from giant.agent.modes import MODES, AgentConfig
 from giant.agent.wording import prompts_digest
 from giant.confdir import CONF_DIR, PROJECT_ROOT
 from giant.data.file_kind import not_a_file
+from giant.data.loaders.base import known_source, loader
 from giant.errors import ConfigError
 from giant.eval.annotation_settings import AnnotationSettings
 from giant.eval.run_options import RunOptions
@@ -98,9 +99,9 @@ def _check_folder(setting: str, folder: Path) -> None:
 
 class DatasetSettings(_Strict):
     name: Data[str] = Field(min_length=1, description="The dataset; picking `dataset=<name>` sets it.")
-    source: Data[Literal["multipathqa", "demo", "custom"]] = Field(
-        description="multipathqa: rows of MultiPathQA.csv; demo: the generated synthetic slides; custom: "
-        "your own task file (dataset.path)."
+    source: Data[Annotated[str, AfterValidator(known_source)]] = Field(
+        description="The loader the questions come through (giant.data.loaders): multipathqa: rows of "
+        "MultiPathQA.csv; demo: the generated synthetic slides; custom: your own task file (dataset.path)."
     )
     benchmark: Data[str | None] = Field(
         description="The benchmark_name rows of the CSV to use; null: every task in it."
@@ -210,17 +211,17 @@ class RunSettings(_Strict):
         for name, path in (("dataset.csv_path", ds.csv_path), ("dataset.slidebench_fix", ds.slidebench_fix)):
             if path is not None and not path.is_file():
                 missing.append(f"{name}={path}: file not found; pass an existing CSV file")
-        if ds.source == "custom" and ds.path is None:
-            missing.append("dataset=custom reads your task file: pass dataset.path=FILE (CSV or JSONL)")
-        if ds.source == "custom" and ds.path is not None and (kind := not_a_file(ds.path)) is not None:
+        # a task file's slides are checked row by row (giant.data.loaders), absolute paths need no root
+        task_file = loader(ds.source).task_file
+        if task_file and ds.path is None:
+            missing.append(f"dataset={ds.name} reads your task file: pass dataset.path=FILE (CSV or JSONL)")
+        if task_file and ds.path is not None and (kind := not_a_file(ds.path)) is not None:
             missing.append(f"dataset.path={ds.path}: {kind}; pass your task file (CSV or JSONL)")
-        if ds.source != "custom" and ds.path is not None:
+        if not task_file and ds.path is not None:
             raise ConfigError(
-                f"dataset.path is read by dataset=custom only, not dataset={ds.name}; add dataset=custom"
+                f"dataset.path is read by a task file's dataset, not dataset={ds.name}; add dataset=custom"
             )
-        # a task file's slides are checked row by row (giant.data.custom), absolute paths need no root
-        checked_root = ds.source != "custom"
-        if checked_root and ds.wsi_root is not None and not ds.wsi_root.is_dir() and not self.run.dry_run:
+        if not task_file and ds.wsi_root is not None and not ds.wsi_root.is_dir() and not self.run.dry_run:
             # dataset.wsi_root follows paths.wsi_root: name the one the user set
             name = "paths.wsi_root" if ds.wsi_root == self.paths.wsi_root else "dataset.wsi_root"
             missing.append(

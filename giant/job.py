@@ -65,66 +65,25 @@ class JobData:
 
 
 def load_data(settings: RunSettings) -> JobData:
-    from giant.data.digest import DatasetDigests
-    from giant.data.multipathqa import HubFile, load_multipathqa
+    """The items through the loader `dataset.source` names (giant.data.loaders), then those `item_ids`
+    and `limit` pick."""
+    from giant.data.loaders import loader
 
     ds = settings.dataset
-    annotations = ds.annotations
-    if ds.source == "custom":
-        assert ds.path is not None  # RunSettings.cross_check
-        return _task_file_data(settings, ds.path, ds.wsi_root or settings.paths.wsi_root, annotations)
-    if ds.source == "demo" and ds.csv_path is None:  # the demo's questions are a task file
-        from giant.data.demo import build_demo
-
-        demo = build_demo(settings.paths.cache_dir / "demo")
-        if annotations.path is None:  # the painted markers, as GeoJSON
-            annotations = annotations.model_copy(update={"path": demo.annotations})
-        return _task_file_data(settings, demo.task_file, demo.wsi_root, annotations)
-    csv: Path | HubFile = ds.csv_path or HubFile(ds.hf_repo, ds.hf_file, settings.paths.cache_dir / "hf")
-    wsi_root = ds.wsi_root
-    dataset = load_multipathqa(
-        csv,
-        benchmarks=[ds.benchmark] if ds.benchmark else None,
-        slidebench_fix=ds.slidebench_fix,
-        drop_defective=ds.drop_defective,
+    loaded = loader(ds.source).load(
+        ds,
+        wsi_root=ds.wsi_root or settings.paths.wsi_root,
+        cache_dir=settings.paths.cache_dir,
+        check_slides=not settings.run.dry_run,
     )
-    for defect in dataset.defects:
-        log.warning(
-            "dataset: %s/%s %s (%s)",
-            defect.benchmark,
-            defect.benchmark_id,
-            defect.description,
-            defect.resolution,
-        )
-    items = select_items(dataset.items, limit=settings.run.limit, item_ids=settings.run.item_ids)
-    root = wsi_root if wsi_root is not None else settings.paths.wsi_root
+    items = select_items(loaded.items, limit=settings.run.limit, item_ids=settings.run.item_ids)
     chosen = {item.key for item in items}
     # A kept or repaired defect matters when its item runs; a dropped one always shaped the item set.
-    defects = [d for d in dataset.defects if d.resolution == "dropped" or d.key in chosen]
-    digests = DatasetDigests.of(dataset.items, location=dataset.source)
-    return JobData(items, root, dataset.content_hash, defects, digests, annotations)
-
-
-def _task_file_data(
-    settings: RunSettings, path: Path, root: Path, annotations: AnnotationSettings
-) -> JobData:
-    """A task file (giant.data.custom): every row checked before anything is paid, every problem on its
-    own line (a ConfigError: exit 2, no MLflow run, no call)."""
-    from giant.data.custom import load_task_file
-    from giant.data.digest import DatasetDigests
-    from giant.data.multipathqa import content_hash
-
-    ds = settings.dataset
-    loaded = load_task_file(path, root, check_slides=not settings.run.dry_run)
-    items = loaded.items
-    if ds.benchmark:
-        items = [item for item in items if item.benchmark == ds.benchmark]
-        if not items:
-            tasks = ", ".join(sorted({item.benchmark for item in loaded.items}))
-            raise ConfigError(f"dataset.benchmark={ds.benchmark}: no such task in {path}; its tasks: {tasks}")
-    digests = DatasetDigests.of(items, location=str(path.absolute()))
-    chosen = select_items(items, limit=settings.run.limit, item_ids=settings.run.item_ids)
-    return JobData(chosen, loaded.wsi_root, content_hash(items), [], digests, annotations)
+    defects = [d for d in loaded.defects if d.resolution == "dropped" or d.key in chosen]
+    annotations = ds.annotations
+    if annotations.path is None and loaded.annotations is not None:  # the demo's painted markers
+        annotations = annotations.model_copy(update={"path": loaded.annotations})
+    return JobData(items, loaded.wsi_root, loaded.dataset_hash, defects, loaded.digests, annotations)
 
 
 def select_items(items: Sequence[Item], *, limit: int | None, item_ids: Sequence[str] | None) -> list[Item]:

@@ -10,7 +10,7 @@ tool (the `conch` extra).
 from typing import TYPE_CHECKING, Any
 
 from giant.tools.base import Seen, Tool, ToolContext, ToolRecord, UnusableCall
-from giant.tools.registry import TOOLS, load_tools, loaded, register, unregister
+from giant.tools.registry import TOOLS, load_tools, loaded
 
 if TYPE_CHECKING:
     from giant.tools.settings import ToolSettings
@@ -34,6 +34,4 @@ __all__ = [
     "UnusableCall",
     "load_tools",
     "loaded",
-    "register",
-    "unregister",
 ]

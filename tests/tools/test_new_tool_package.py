@@ -32,7 +32,8 @@ from pydantic import BaseModel, Field
 from giant.actions import ActionModel
 from giant.core import Box
 from giant.roles import Method
-from giant.tools import Seen, Tool, ToolContext, ToolRecord, register
+from giant.registry import register
+from giant.tools import Seen, Tool, ToolContext, ToolRecord
 
 
 class MeasureSettings(BaseModel):
@@ -50,7 +51,7 @@ class MeasureRecord(ToolRecord):
     unit: str
 
 
-@register
+@register("tool")
 class MeasureTool(Tool[MeasureSettings, MeasureAction, MeasureRecord]):
     name = "measure"
     settings = MeasureSettings
