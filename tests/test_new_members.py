@@ -1,7 +1,8 @@
-"""Adding a member of any registered kind is its own files and nothing else (giant.registry): a provider is a
-package in giant/llm/providers/ plus conf/provider/<name>.yaml, a mode a module in giant/agent/modes/ plus
-conf/agent/<name>.yaml, a metric a module in giant/eval/metrics/, a dataset loader a module in
-giant/data/loaders/ plus the conf/dataset/<name>.yaml that picks it (a tool: tests/tools/test_new_tool_package.py).
+"""Adding a member of any registered kind is its own files and nothing else (giant.registry): a provider
+is a package in giant/llm/providers/ plus conf/provider/<name>.yaml, a mode a module in giant/agent/modes/
+plus conf/agent/<name>.yaml, a metric a module in giant/eval/metrics/, a dataset loader a module in
+giant/data/loaders/ plus the conf/dataset/<name>.yaml that picks it (a tool:
+tests/tools/test_new_tool_package.py).
 
 Each is written the way a user would, into a copy of giant/ and conf/ whose other files are checked
 unchanged, and the copy runs real jobs in this process (`giant.evaluate`, its modules imported from the
@@ -141,7 +142,7 @@ max_images_in_context: null
 guides: 4
 glance_note: Look closely.
 """
-METRIC = '''"""Macro-F1: the mean over the classes in the truth of each class's F1 (a failure is no class\'s answer)."""
+METRIC = '''"""Macro-F1: the mean F1 over the classes in the truth (a failure is no class's answer)."""
 
 import numpy as np
 
@@ -159,8 +160,8 @@ class MacroF1(Metric):
         sizes = np.array([np.sum(y_true == c) + np.sum(y_pred == c) for c in classes])
         return float(np.mean(2 * hits / sizes))
 '''
-LOADER = '''"""Questions as JSON Lines, one {"id", "slide", "question", "choices", "answer"} object a line (the
-answer is one of the choices), scored by macro-F1."""
+LOADER = '''"""Questions as JSON Lines, one {"id", "slide", "question", "choices", "answer"} object a
+line (the answer is one of the choices), scored by macro-F1."""
 
 import json
 from pathlib import Path
