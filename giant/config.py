@@ -11,6 +11,7 @@ import functools
 import hashlib
 import json
 import tempfile
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -18,11 +19,12 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from giant import registry
 from giant.agent.modes import MODES, AgentConfig
 from giant.agent.wording import prompts_digest
 from giant.confdir import CONF_DIR, PROJECT_ROOT
 from giant.data.file_kind import not_a_file
-from giant.data.loaders.base import known_source, loader
+from giant.data.loaders.base import LOADERS
 from giant.errors import ConfigError
 from giant.eval.annotation_settings import AnnotationSettings
 from giant.eval.run_options import RunOptions
@@ -99,7 +101,7 @@ def _check_folder(setting: str, folder: Path) -> None:
 
 class DatasetSettings(_Strict):
     name: Data[str] = Field(min_length=1, description="The dataset; picking `dataset=<name>` sets it.")
-    source: Data[Annotated[str, AfterValidator(known_source)]] = Field(
+    source: Data[Annotated[str, AfterValidator(partial(registry.known, "loader"))]] = Field(
         description="The loader the questions come through (giant.data.loaders): multipathqa: rows of "
         "MultiPathQA.csv; demo: the generated synthetic slides; custom: your own task file (dataset.path)."
     )
@@ -212,7 +214,7 @@ class RunSettings(_Strict):
             if path is not None and not path.is_file():
                 missing.append(f"{name}={path}: file not found; pass an existing CSV file")
         # a task file's slides are checked row by row (giant.data.loaders), absolute paths need no root
-        task_file = loader(ds.source).task_file
+        task_file = LOADERS[ds.source].task_file
         if task_file and ds.path is None:
             missing.append(f"dataset={ds.name} reads your task file: pass dataset.path=FILE (CSV or JSONL)")
         if task_file and ds.path is not None and (kind := not_a_file(ds.path)) is not None:

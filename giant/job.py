@@ -67,10 +67,10 @@ class JobData:
 def load_data(settings: RunSettings) -> JobData:
     """The items through the loader `dataset.source` names (giant.data.loaders), then those `item_ids`
     and `limit` pick."""
-    from giant.data.loaders import loader
+    from giant.data.loaders import LOADERS
 
     ds = settings.dataset
-    loaded = loader(ds.source).load(
+    loaded = LOADERS[ds.source].load(
         ds,
         wsi_root=ds.wsi_root or settings.paths.wsi_root,
         cache_dir=settings.paths.cache_dir,

@@ -133,6 +133,13 @@ def members(kind: Kind) -> Members:
     return Members(kind)
 
 
+def known(kind: Kind, name: str) -> str:
+    """`name` when a member of `kind` has it (a validator's check); else a ValueError line naming them."""
+    if name not in (found := members(kind)):
+        raise ValueError(f"unknown {kind} {name!r}; use one of {', '.join(found)}")
+    return name
+
+
 def settings_models(kind: Kind) -> dict[str, type[BaseModel]]:
     """Each member's settings model by name: its `settings`, or the member itself when it is one."""
     return {
@@ -158,6 +165,7 @@ __all__ = [
     "Kind",
     "Members",
     "add",
+    "known",
     "members",
     "owners",
     "register",

@@ -15,6 +15,7 @@ settings, so a Hydra sweep run in one process reads the weights once.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel
@@ -63,11 +64,4 @@ def loaded(tools: Mapping[str, Tool[Any, Any, Any]], name: str) -> Tool[Any, Any
     return tool
 
 
-def known_tool(name: str) -> str:
-    """A registered tool's name (the check on each of `agent.tools`)."""
-    if name not in TOOLS:
-        raise ValueError(f"no tool {name!r}; registered: {', '.join(sorted(TOOLS))}")
-    return name
-
-
-ToolName = Annotated[str, AfterValidator(known_tool)]
+ToolName = Annotated[str, AfterValidator(partial(registry.known, "tool"))]

@@ -3,6 +3,6 @@
 loaders are read; `dataset.source` names the one a job's questions come through (conf/dataset/<name>.yaml
 sets it; docs/ARCHITECTURE.md, "Adding a dataset loader")."""
 
-from giant.data.loaders.base import LOADERS, DatasetFields, Loaded, Loader, loader
+from giant.data.loaders.base import LOADERS, DatasetFields, Loaded, Loader
 
-__all__ = ["LOADERS", "DatasetFields", "Loaded", "Loader", "loader"]
+__all__ = ["LOADERS", "DatasetFields", "Loaded", "Loader"]

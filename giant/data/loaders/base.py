@@ -1,9 +1,6 @@
 """A dataset loader: the dataset's settings -> every item of its chosen task(s), where their slides are
-and what the job records about the data (its hash for the run key, its digests, its defects).
-
-The job picks `item_ids` and `limit` from what the loader returns (giant.job.load_data), so a loader
-reads the whole task: the data's hash and digests are over it, not over the few items a pilot runs.
-"""
+and what the job records about the data (its hash for the run key, its digests, its defects). The job
+picks `item_ids` and `limit` from those (giant.job.load_data): hash and digests are over the whole task."""
 
 from __future__ import annotations
 
@@ -16,7 +13,6 @@ from giant import registry
 from giant.core import Item
 from giant.data.defects import Defect
 from giant.data.digest import DatasetDigests
-from giant.errors import ConfigError
 
 # Every registered loader by `dataset.source` (reading it imports every module of giant/data/loaders/).
 LOADERS: Mapping[str, Loader] = registry.members("loader")
@@ -56,17 +52,3 @@ class Loader:
         downloads and built data go, `check_slides` False for a dry run (which lists missing slides
         itself). A problem with the data is a ConfigError line naming it and the fix."""
         raise NotImplementedError
-
-
-def loader(source: str) -> Loader:
-    """The loader `dataset.source` names; one line naming the registered ones otherwise."""
-    if source not in LOADERS:
-        raise ConfigError(f"dataset.source={source}: no such loader; use one of {', '.join(LOADERS)}")
-    return LOADERS[source]
-
-
-def known_source(source: str) -> str:
-    """A registered loader's name (the check on `dataset.source`)."""
-    if source not in LOADERS:
-        raise ValueError(f"no loader {source!r}; registered: {', '.join(LOADERS)}")
-    return source

@@ -1,14 +1,16 @@
-"""Your own task file (dataset=custom dataset.path=FILE, CSV or JSONL; docs/custom_tasks.md): every
-row checked before anything is paid, every problem on its own line (a ConfigError: exit 2, no MLflow
-run, no call)."""
+"""Task files (giant.data.custom): yours (dataset=custom dataset.path=FILE, CSV or JSONL;
+docs/custom_tasks.md), every row checked before anything is paid, every problem on its own line (a
+ConfigError: exit 2, no MLflow run, no call); and the synthetic demo set's (giant.data.demo), built once
+into paths.cache_dir, its annotations the painted markers (with dataset.csv_path: that MultiPathQA CSV)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from giant.data.custom import load_task_file
 from giant.data.digest import DatasetDigests
-from giant.data.loaders.base import DatasetFields, Loaded, Loader
+from giant.data.loaders.base import LOADERS, DatasetFields, Loaded, Loader
 from giant.errors import ConfigError
 from giant.registry import register
 
@@ -21,6 +23,20 @@ class TaskFileLoader(Loader):
     def load(self, ds: DatasetFields, *, wsi_root: Path, cache_dir: Path, check_slides: bool) -> Loaded:
         assert ds.path is not None  # RunSettings.cross_check
         return task_file_data(ds.path, ds.benchmark, wsi_root, check_slides=check_slides)
+
+
+@register("loader")
+class Demo(Loader):
+    name = "demo"
+
+    def load(self, ds: DatasetFields, *, wsi_root: Path, cache_dir: Path, check_slides: bool) -> Loaded:
+        if ds.csv_path is not None:  # RunSettings.cross_check: dataset.wsi_root holds its slides
+            return LOADERS["multipathqa"].load(ds, wsi_root=wsi_root, cache_dir=cache_dir, check_slides=False)
+        from giant.data.demo import build_demo  # the slide writers: only for a job that loads
+
+        demo = build_demo(cache_dir / "demo")
+        data = task_file_data(demo.task_file, ds.benchmark, demo.wsi_root, check_slides=check_slides)
+        return replace(data, annotations=demo.annotations)
 
 
 def task_file_data(path: Path, benchmark: str | None, wsi_root: Path, *, check_slides: bool) -> Loaded:

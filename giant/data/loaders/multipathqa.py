@@ -27,13 +27,7 @@ class MultiPathQA(Loader):
             slidebench_fix=ds.slidebench_fix,
             drop_defective=ds.drop_defective,
         )
-        for defect in dataset.defects:
-            log.warning(
-                "dataset: %s/%s %s (%s)",
-                defect.benchmark,
-                defect.benchmark_id,
-                defect.description,
-                defect.resolution,
-            )
+        for d in dataset.defects:
+            log.warning("dataset: %s/%s %s (%s)", d.benchmark, d.benchmark_id, d.description, d.resolution)
         digests = DatasetDigests.of(dataset.items, location=dataset.source)
         return Loaded(dataset.items, wsi_root, dataset.content_hash, digests, dataset.defects)

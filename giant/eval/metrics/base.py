@@ -42,16 +42,13 @@ class Metric:
 
 
 def metric(name: str) -> Metric:
-    """The registered metric `name`; one line naming the registered ones otherwise."""
-    if name not in METRICS:
-        raise ValueError(f"unknown metric {name!r}; use one of {', '.join(METRICS)}")
-    return METRICS[name]
+    """The registered metric `name`; a ValueError line naming the registered ones otherwise."""
+    return METRICS[registry.known("metric", name)]
 
 
 def score(truth: Sequence[int], pred: Sequence[int | None], name: str) -> float:
     """The metric `name` of the predictions (None: a failure, scored incorrect)."""
-    found = metric(name)
-    return found.score(*labels(truth, pred))
+    return metric(name).score(*labels(truth, pred))
 
 
 def labels(truth: Sequence[int], pred: Sequence[int | None]) -> tuple[np.ndarray, np.ndarray]:
