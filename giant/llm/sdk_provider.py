@@ -76,7 +76,7 @@ class SdkProvider(ABC, Generic[S]):
             http.event_hooks = {**hooks, "response": [*hooks.get("response", []), self.runtime.observe]}  # type: ignore[union-attr]
 
     def _batch_api(self) -> BatchApi:
-        """The API's batch wire format (giant.llm.batch_openai, batch_anthropic)."""
+        """The API's batch wire format (its provider package's batch.py)."""
         raise ConfigError(f"provider={self.name} has no batch API; set provider.batch=false")
 
     @abstractmethod

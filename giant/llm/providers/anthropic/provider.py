@@ -23,12 +23,12 @@ from typing import Any
 import anthropic
 
 from giant.llm.batch import BatchCollector
-from giant.llm.batch_anthropic import AnthropicBatches
 from giant.llm.caching import Block, Marks, anthropic_breakpoints
-from giant.llm.config import AnthropicSettings
 from giant.llm.decode import Decoded, decode_step, decode_tool_call, json_objects, step_value
 from giant.llm.image_tokens import anthropic_pixels
 from giant.llm.ledger import Ledger
+from giant.llm.providers.anthropic import AnthropicSettings
+from giant.llm.providers.anthropic.batch import AnthropicBatches
 from giant.llm.request_limits import ANTHROPIC_LIMITS
 from giant.llm.runtime import count
 from giant.llm.schema import (

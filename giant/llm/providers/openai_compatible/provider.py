@@ -26,10 +26,10 @@ from typing import Any
 import openai
 
 from giant.llm.caching import no_breakpoints, no_caching
-from giant.llm.config import OpenAICompatibleSettings
 from giant.llm.decode import decode_step, split_thinking
 from giant.llm.image_tokens import FAMILIES, family_of, openai_high_detail
 from giant.llm.ledger import Ledger
+from giant.llm.providers.openai_compatible import OpenAICompatibleSettings
 from giant.llm.runtime import estimate_tokens
 from giant.llm.schema import offered_actions, step_schema, step_to_data
 from giant.llm.sdk_errors import cause_of, redact
