@@ -23,11 +23,9 @@ from typing import Any
 
 import openai
 
-from giant.llm.batch import BatchCollector
 from giant.llm.caching import no_breakpoints, openai_prefix, openai_retention
 from giant.llm.decode import decode_step, decode_tool_call
 from giant.llm.image_tokens import openai_high_detail
-from giant.llm.ledger import Ledger
 from giant.llm.providers.openai import OpenAISettings
 from giant.llm.providers.openai.batch import OpenAIBatches
 from giant.llm.providers.openai.flex import FLEX, send_flex, tier_of
@@ -71,22 +69,13 @@ class OpenAIProvider(SdkProvider[OpenAISettings]):
     cache_rule = staticmethod(openai_prefix)
     cache_breakpoints = staticmethod(no_breakpoints)  # its requests mark no breakpoint
 
-    def __init__(
-        self,
-        cfg: OpenAISettings,
-        *,
-        http_client: Any = None,
-        ledger: Ledger | None = None,
-        batches: BatchCollector | None = None,
-    ) -> None:
-        super().__init__(cfg, ledger=ledger, batches=batches)
-        self.client = openai.AsyncOpenAI(api_key=self._key, **client_options(cfg, http_client))
+    client: openai.AsyncOpenAI
+
+    def _client(self, http_client: Any) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(api_key=self._key, **client_options(self.cfg, http_client))
 
     def _batch_api(self) -> OpenAIBatches:
         return OpenAIBatches(self.client)
-
-    def __repr__(self) -> str:
-        return f"OpenAIProvider(model={self.model!r}, protocol={self.cfg.protocol!r})"
 
     # ------------------------------------------------------------------ request
 
