@@ -1,10 +1,5 @@
-"""provider=anthropic: Anthropic's Messages API through the anthropic SDK.
-
-This module holds the settings only, so reading the provider registry never loads the SDK: the
-provider class (`provider.py`) and its Message Batches rounds (`batch.py`) are imported when an
-Anthropic provider is built; its errors are the shared SDK errors (giant.llm.sdk_errors). Its values
-are in conf/provider/anthropic.yaml.
-"""
+"""provider=anthropic: Anthropic's Messages API (the class in `provider.py`, its Message Batches in
+`batch.py`, its errors giant.llm.sdk_errors); values in conf/provider/anthropic.yaml."""
 
 from __future__ import annotations
 

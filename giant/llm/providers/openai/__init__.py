@@ -1,10 +1,5 @@
-"""provider=openai: OpenAI's Responses API through the openai SDK.
-
-This module holds the settings only, so reading the provider registry never loads the SDK: the
-provider class (`provider.py`), its flex tier (`flex.py`) and its Batch API rounds (`batch.py`) are
-imported when an OpenAI provider is built; its errors are the shared SDK errors (giant.llm.sdk_errors).
-Its values are in conf/provider/openai.yaml.
-"""
+"""provider=openai: OpenAI's Responses API (the class in `provider.py`, its flex tier in `flex.py`,
+its Batch API in `batch.py`, its errors giant.llm.sdk_errors); values in conf/provider/openai.yaml."""
 
 from __future__ import annotations
 

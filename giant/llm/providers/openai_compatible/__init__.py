@@ -1,11 +1,6 @@
-"""provider=openai_compatible: Chat Completions against any OpenAI-compatible server (vLLM, Ollama,
-LM Studio, llama.cpp server; docs/open-models.md).
-
-This module holds the settings only, so reading the provider registry never loads the SDK: the
-provider class (`provider.py`) is imported when the provider is built; its errors are the shared SDK
-errors (giant.llm.sdk_errors), its server check giant.llm.preflight. Its values are in
-conf/provider/openai_compatible.yaml.
-"""
+"""provider=openai_compatible: Chat Completions against your own OpenAI-compatible server (vLLM,
+Ollama, LM Studio, llama.cpp; docs/open-models.md). The class is in `provider.py`, its errors are
+giant.llm.sdk_errors, its server check giant.llm.preflight; values in conf/provider/openai_compatible.yaml."""
 
 from __future__ import annotations
 
