@@ -4,7 +4,8 @@ a finished job) work, with nothing of giant imported first.
 
 Each check is its own `python -c` subprocess, so nothing the test process imported helps it. A
 package root imports plainly (no lazy roots), running the same code whichever name is asked for, so
-its names are checked in one interpreter.
+its names are checked in one interpreter; the entry modules of the roots that re-export nothing get
+an interpreter each.
 """
 
 from __future__ import annotations
@@ -45,6 +46,30 @@ GROUPS = _import_groups()
 @pytest.mark.parametrize(("package", "names"), GROUPS, ids=[f"{p}:{n[0]}" for p, n in GROUPS])
 def test_every_public_name_imports_first(package: str, names: tuple[str, ...]) -> None:
     _fresh(f"from {package} import {', '.join(names)}")
+
+
+# The entry points of the package roots that re-export nothing (their modules pull heavy dependencies;
+# each root's docstring names them): each imported first, in an interpreter of its own.
+ENTRY_MODULES = [
+    *(f"giant.llm.{m}" for m in ("types", "config", "factory", "pricing", "ledger")),
+    *(f"giant.data.{m}" for m in ("multipathqa", "demo", "custom", "digest", "check", "slides", "defects")),
+    "giant.data.prompts",
+    *(f"giant.data.fetch.{m}" for m in ("settings", "plan", "run")),
+    *(f"giant.eval.{m}" for m in ("runner", "run_options", "metrics", "scoring", "voting", "dryrun")),
+    "giant.eval.resume",
+    *(f"giant.tracking.{m}" for m in ("mlflow_logger", "traces", "viewer", "published")),
+    *(f"giant.tracking.tables.{m}" for m in ("rows", "load", "formats", "versus_paper", "figures", "report")),
+    "giant.agent.episode",
+    "giant.compare.run",
+    "giant.compare.pairs",
+    "giant.tools.settings",
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", ENTRY_MODULES)
+def test_every_entry_module_imports_first(module: str) -> None:
+    _fresh(f"import {module}")
 
 
 def test_the_groups_cover_every_public_name() -> None:
