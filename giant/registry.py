@@ -34,9 +34,6 @@ HOMES: dict[Kind, tuple[str, frozenset[str]]] = {
     "loader": ("giant.data.loaders", frozenset({"base"})),
     "metric": ("giant.eval.metrics", frozenset({"base"})),
 }
-# The members every home holds beside its folder: the built-in providers are defined in
-# giant.llm.config, beside their shared bases.
-BUILT_IN: dict[Kind, tuple[str, ...]] = {"provider": ("giant.llm.config",)}
 # The kinds whose members are used as objects: their class is registered as its one instance.
 INSTANCES: frozenset[Kind] = frozenset({"mode", "loader", "metric"})
 
@@ -81,7 +78,7 @@ def unregister(kind: Kind, name: str) -> None:
 
 
 def _find(kind: Kind) -> None:
-    """Import the kind's home folder (sorted: the union's order) and built-in modules, once."""
+    """Import the kind's home folder (sorted: the union's order), once."""
     if kind in _found:
         return
     home, contract = HOMES[kind]
@@ -91,10 +88,9 @@ def _find(kind: Kind) -> None:
             "imports, at its top, a module built from the registry (giant.config, giant.tools.settings, "
             "the settings union); import that inside the function that needs it"
         )
-    # The built-in modules and the home package first: one that builds a settings union at import
-    # reads the registry itself, and that read finds the members.
-    for module in (*BUILT_IN.get(kind, ()), home):
-        importlib.import_module(module)
+    # The home package first: one that builds a settings union at import (giant.llm.providers imports
+    # giant.llm.config) reads the registry itself, and that read finds the members.
+    importlib.import_module(home)
     if kind in _found:
         return
     _finding.add(kind)
