@@ -12,16 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from giant.eval.dryrun import dry_run
+    from giant.eval.items import JobData
     from giant.eval.metrics import score
     from giant.eval.resume import ResumeIndex
     from giant.eval.run_options import RunOptions
-    from giant.eval.runner import RunData, RunServices, run_eval
+    from giant.eval.runner import RunServices, run_eval
     from giant.eval.scoring import score_trajectory
     from giant.eval.voting import majority_vote
 
 __all__ = [
+    "JobData",
     "ResumeIndex",
-    "RunData",
     "RunOptions",
     "RunServices",
     "dry_run",
@@ -31,7 +32,8 @@ __all__ = [
     "score_trajectory",
 ]
 _MODULES = {  # module (under giant.eval) -> the names it exports
-    "runner": ("RunData", "RunServices", "run_eval"),
+    "items": ("JobData",),
+    "runner": ("RunServices", "run_eval"),
     "run_options": ("RunOptions",),
     "metrics": ("score",),
     "scoring": ("score_trajectory",),

@@ -7,7 +7,6 @@ leaks between jobs of a sweep that share a process (Hydra's basic launcher).
 from __future__ import annotations
 
 import logging
-import shutil
 import tempfile
 import time
 import urllib.parse
@@ -316,7 +315,7 @@ class JobRun:
 
     def _copy_clean(self, source: Path, target: Path) -> None:
         """`target` holds `source` (replaced, never written through: it may be a link), redacted if
-        it holds a secret."""
+        it holds a secret; `source` is read once."""
         target.parent.mkdir(parents=True, exist_ok=True)
         data = source.read_bytes()
         if not contains_secret(data, self.secrets):
@@ -324,7 +323,7 @@ class JobRun:
                 link_or_copy(source, target)
             else:
                 target.unlink(missing_ok=True)
-                shutil.copyfile(source, target)
+                target.write_bytes(data)
             return
         log.warning("MLflow: %s holds an environment secret; uploading it redacted", source)
         target.unlink(missing_ok=True)
