@@ -32,7 +32,6 @@ if TYPE_CHECKING:  # imported where used: a dry run never loads MLflow
     from giant.data.slides import Located
     from giant.eval.annotation_settings import AnnotationSettings
     from giant.interrupt import StopRequest
-    from giant.llm.serve import ServerSettings
     from giant.record.read import JobRecord
     from giant.record.trajectory import Trajectory
     from giant.tracking.mlflow_logger import JobRun
@@ -125,31 +124,17 @@ def select_items(items: Sequence[Item], *, limit: int | None, item_ids: Sequence
 
 def run_job(cfg: DictConfig, context: JobContext) -> Summary | None:
     """Run one job in `context.output_dir`; returns its summary (None for a dry run). With
-    `server=...` the job first starts its own model server and stops it when it ends."""
-    server = _server(cfg)
+    `server=...` the job first starts its own model server, on a port, with provider.base_url pointed
+    at it, and stops it when it ends."""
     settings = RunSettings.from_config(cfg)  # checked whole before a server starts
-    if server is None or settings.run.dry_run:
+    if cfg.get("server") is None or settings.run.dry_run:
         return _run(settings, context)
-    from giant.llm.serve import served
+    from giant.llm.serve import ServerSettings, served
 
-    with served(server, settings.provider.model, context.output_dir):
-        return _run(settings, context)
-
-
-def _server(cfg: DictConfig) -> ServerSettings | None:
-    """The job's own server (conf/server/), on a port, with provider.base_url pointed at it."""
-    if cfg.get("server") is None:
-        return None
-    from giant.llm.serve import ServerSettings
-
-    if cfg.provider.get("name") != "openai_compatible":
-        raise ConfigError(
-            f"server=... serves provider=openai_compatible, not provider={cfg.provider.get('name')}; "
-            "add provider=openai_compatible"
-        )
     server = ServerSettings.from_data(OmegaConf.to_container(cfg.server, resolve=True)).on_a_port()
-    cfg.provider.base_url = server.base_url
-    return server
+    provider = settings.provider.model_copy(update={"base_url": server.base_url})
+    with served(server, settings.provider.model, context.output_dir):
+        return _run(settings.model_copy(update={"provider": provider}), context)
 
 
 def _run(settings: RunSettings, context: JobContext) -> Summary | None:
@@ -607,12 +592,13 @@ def _report(settings: RunSettings, summary: Summary, out_dir: Path, run_id: str 
     where = f"; MLflow run {run_id}" if run_id else ""
     cost = summary.totals.cost_usd
     dollars = "unknown" if cost is None else f"${cost:.4f}"
+    from giant.record.headline import method_label, navigation_phrase
+
     agent = settings.agent
-    head = f"{summary.benchmark} {agent.mode} T={agent.max_steps} S={agent.crop_size}:"
+    head = f"{summary.benchmark} {method_label(agent.mode, agent.max_steps, agent.crop_size)}:"
     if summary.setup_failure:
         print(f"{head} STOPPED, no score ({dollars} spent) -> {out_dir}{where}")
         return
-    from giant.record.headline import navigation_phrase
 
     missing = f", {summary.n_slides_missing} slides missing" if summary.n_slides_missing else ""
     if summary.n_unmeasured:  # a score would count the unmeasured item-runs as the model's failures

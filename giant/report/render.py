@@ -14,7 +14,7 @@ from typing import Any
 from giant import pages
 from giant.pages import Link
 from giant.record import SKIPPED, TRAJECTORIES_DIR, ResultRecord
-from giant.record.headline import navigation_figures
+from giant.record.headline import method_label, navigation_figures
 from giant.record.read import JobRecord
 from giant.record.summary import Pacing, Totals
 from giant.record.tool_use import tool_use
@@ -117,7 +117,8 @@ def _job_name(facts: JobFacts) -> str:
     first = facts.trajectories[0] if facts.trajectories else None
     if first is None:
         return task
-    return f"{task} · {first.provider}/{first.model} · {first.mode} T={first.max_steps} S={first.crop_size}"
+    method = method_label(first.mode, first.max_steps, first.crop_size)
+    return f"{task} · {first.provider}/{first.model} · {method}"
 
 
 # ----------------------------------------------------------------------------- sections

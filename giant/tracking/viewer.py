@@ -26,10 +26,8 @@ from giant.core import Box
 from giant.llm.types import AnswerAction, CropAction, NoteAction, Step, Usage
 from giant.record import (
     TRAJECTORY_PAGE,
-    JobLayout,
     ResultRecord,
     latest_by_slot,
-    read_results,
     read_trajectory,
     trajectory_dir,
 )
@@ -271,16 +269,6 @@ def scored(record: ResultRecord) -> Scored:
     return Scored(str(record.truth), record.correct, f"{read} ({record.method or record.status})")
 
 
-def scored_folders(out_dir: Path) -> dict[Path, Scored]:
-    """Every scored trajectory folder of a job (resolved) -> its truth, verdict and label, from one
-    read of the job's results (scripts/view_trajectory.py's page of one folder)."""
-    out: dict[Path, Scored] = {}
-    for record in latest_by_slot(read_results(JobLayout(out_dir).results)).values():
-        if record.trajectory:
-            out[(out_dir / record.trajectory).resolve()] = scored(record)
-    return out
-
-
 def write_job_pages(
     out_dir: Path,
     *,
@@ -331,7 +319,7 @@ def write_html(
     outlines: Outlines = (),
 ) -> Path:
     """Write folder/trajectory.html with the truth, verdict and label the caller read from the job's
-    results (write_job_pages, scored_folders); the trajectory itself does not know them."""
+    results (write_job_pages, `scored`); the trajectory itself does not know them."""
     traj = traj if traj is not None else read_trajectory(folder)
     path = folder / TRAJECTORY_PAGE
     page = render_html(
