@@ -214,11 +214,10 @@ async def run_eval(
         try:
             await workers.run()
         finally:
-            summary = _finish(workers, data, config_hash)
+            records = [*plan.done.values(), *writer.written]  # what results.jsonl holds, in its order
+            summary = _finish(workers, records, data, config_hash)
             write_summary(out_dir, summary)
-    return JobRecord(
-        str(out_dir), workers.records, summary, folder=out_dir, trajectories=workers.trajectories
-    )
+    return JobRecord(str(out_dir), records, summary, folder=out_dir, trajectories=workers.trajectories)
 
 
 @dataclass
@@ -237,16 +236,10 @@ class _Workers:
     breaker: CircuitBreaker
     episodes: set[asyncio.Task[ResultRecord | None]] = field(default_factory=set)
     stopped: str = ""  # why the workers ended early, when an error or a cancellation ended them
-    records: list[ResultRecord] = field(default_factory=list)  # results.jsonl's lines, as written
     trajectories: dict[Slot, Trajectory] = field(default_factory=dict)  # of the recorded item-runs
 
     def __post_init__(self) -> None:
-        self.records = list(self.plan.done.values())  # what carry_over wrote
-        self.trajectories = dict(self.plan.carried)
-
-    def _write(self, record: ResultRecord) -> None:
-        self.writer.append(record)
-        self.records.append(record)
+        self.trajectories.update(self.plan.carried)
 
     def skip(self) -> None:
         """The result lines of the item-runs skipped for a missing slide: they start no episode."""
@@ -254,7 +247,7 @@ class _Workers:
             record = _record(
                 item, k, self.run_options, status=SKIPPED, reason=str(self.plan.slides[item.key])
             )
-            self._write(record)
+            self.writer.append(record)
             self.progress.update(record)
 
     async def run(self) -> None:
@@ -307,7 +300,7 @@ class _Workers:
                 if record.trajectory:
                     await asyncio.to_thread(shutil.rmtree, self.out_dir / record.trajectory, True)
                 continue
-            await asyncio.to_thread(self._write, record)
+            await asyncio.to_thread(self.writer.append, record)
             self.progress.update(record)
             self.breaker.observe(record, limits.halt)
 
@@ -390,11 +383,10 @@ class _Workers:
         return _record(item, run_index, self.run_options, **fields)
 
 
-def _finish(workers: _Workers, data: JobData, config_hash: str) -> Summary:
-    """The summary of everything results.jsonl holds, with why the run ended early, if it did."""
+def _finish(workers: _Workers, records: list[ResultRecord], data: JobData, config_hash: str) -> Summary:
+    """The summary of everything results.jsonl holds (`records`), with why the run ended early, if it did."""
     plan, run, limits = workers.plan, workers.run_options, workers.limits
     stop, halt, budget = limits.stop, limits.halt, limits.budget
-    records = workers.records
     left = len(plan.slots - set(latest_by_slot(records)))
     stopped = workers.stopped
     if stop.requested and left and not stopped:
