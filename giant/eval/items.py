@@ -22,11 +22,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class JobData:
-    """What a job measures, as its dataset's loader gave it (giant.job.load_data) and the runner takes
-    it: the items, where their slides are, the dataset's identity, the data defects that concern the
-    items (recorded in summary.json), which version of each task it scores (giant.data.digest, over
-    every item of the task as loaded), the annotations (dataset.annotations, the demo's own folder
-    filled in) and each item's slide as giant.data.slides.locate_all found it (None: not looked up yet)."""
+    """What a job measures, from its dataset's loader (giant.job.load_data) to the runner: the items,
+    their slides' root, the dataset's hash, the defects that concern the items, which version of each
+    task it scores (giant.data.digest), the annotations (dataset.annotations, the demo's filled in) and
+    each item's slide as giant.data.slides.locate_all found it (None: not looked up yet)."""
 
     items: Sequence[Item]
     wsi_root: Path

@@ -8,7 +8,6 @@ from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 
-from giant.data.digest import DatasetDigests
 from giant.data.slides import Located, SlideLocation, layout_counts
 from giant.eval.resume import run_key
 from giant.record.summary import Provenance
@@ -54,14 +53,8 @@ def _git(*args: str) -> str:
     return done.stdout.strip()
 
 
-def build_provenance(
-    config_hash: str,
-    dataset_hash: str,
-    slides: Iterable[Located] = (),
-    digests: DatasetDigests | None = None,
-) -> Provenance:
-    """`slides`: the run's item locations, a slide shared by several items counted once; `digests`:
-    which version of each task's questions the job scores (giant.data.digest)."""
+def build_provenance(config_hash: str, dataset_hash: str, slides: Iterable[Located] = ()) -> Provenance:
+    """`slides`: the run's item locations; a slide shared by several items counts once."""
     distinct = {loc.path: loc.layout for loc in slides if isinstance(loc, SlideLocation)}
     return Provenance(
         run_key=run_key(config_hash, dataset_hash),
@@ -70,5 +63,4 @@ def build_provenance(
         git_commit=git_commit(),
         versions=package_versions(),
         slide_layouts=layout_counts(distinct.values()),
-        dataset_digests=digests,
     )

@@ -1,11 +1,10 @@
 """The batch runner: every item x run as an agent episode, concurrently, within a dollar budget.
 
 Each finished item-run is appended to results.jsonl at once (fsync'd) with its trajectory folder,
-so a killed run loses nothing it paid for and a rerun resumes (giant.eval.resume). The runner keeps
-the lines it writes (and those a resume carried over) and each item-run's trajectory: the summary is
-computed from exactly what results.jsonl holds (giant.eval.summarize), whether the run finished, hit
-its budget or was interrupted, and the job's record (giant.record.read.JobRecord) is returned whole,
-so nothing after the runner reads the folder back.
+so a killed run loses nothing it paid for and a rerun resumes (giant.eval.resume). The summary is
+computed from the lines results.jsonl holds, kept as written (giant.eval.summarize), whether the run
+finished, hit its budget or was interrupted; they come back with it and the trajectories as the job's
+record (giant.record.read.JobRecord), so nothing after the runner reads the folder back.
 
 A stop request (giant.interrupt: SIGTERM, a SLURM time limit) starts no new item and no new provider
 call (giant.eval.limits); episodes whose call is in flight get `stop_grace_s` to finish it, then are
@@ -403,7 +402,9 @@ def _finish(workers: _Workers, records: list[ResultRecord], data: JobData, confi
         runs_per_item=run.runs_per_item,
         seed=run.seed,
         scoring=run.scoring,
-        provenance=build_provenance(config_hash, data.dataset_hash, plan.located.values(), data.digests),
+        provenance=build_provenance(config_hash, data.dataset_hash, plan.located.values()).model_copy(
+            update={"dataset_digests": data.digests}  # which version of each task's questions it scores
+        ),
         wall_s=wall_s,
         ran=workers.progress.ran,
         earlier_s=plan.earlier_s,

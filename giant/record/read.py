@@ -1,10 +1,8 @@
-"""A job's record in memory (`JobRecord`): what the runner returns and what the files of a job folder,
-its pages, its report, its traces and its MLflow run are made from, so the process that wrote a job
-never reads its folder back. A finished job read whole, from its folder or from its MLflow run:
-`read_job(where, runs)` gives the same record to a re-score and a comparison, so a folder and a run id
-read alike; `read_runs(folder)` reads a folder's item-runs once (a resumed job's, the report's command
-line). The MLflow side comes in as a `RunStore` (giant.tracking.job_runs.MlflowRuns): the record needs
-no MLflow, and the job's files are read here only."""
+"""A job's record (`JobRecord`): what the runner returns, so the process that wrote a job never reads
+its folder back, and what `read_job(where, runs)` reads from a finished job's folder or MLflow run for a
+re-score and a comparison (a folder and a run id give the same record; `read_runs`: a folder's item-runs,
+read once). The MLflow side comes in as a `RunStore` (giant.tracking.job_runs.MlflowRuns): the record
+needs no MLflow, and the job's files are read here only."""
 
 from __future__ import annotations
 
@@ -58,7 +56,7 @@ class RunStore(Protocol):
 @dataclass
 class JobRecord:
     """A finished job: its result records (results.jsonl's lines, in order), summary and settings, the
-    trajectories of its item-runs, and where it came from."""
+    trajectories of its item-runs (the runner's; read_job leaves them on disk), and where it came from."""
 
     where: str  # the folder or run id as given
     records: list[ResultRecord]
@@ -67,8 +65,6 @@ class JobRecord:
     folder: Path | None = None  # the job folder, when read from one (its trajectories are there)
     run: LoggedRun | None = None  # its MLflow run, when it has one
     tags: dict[str, str] = field(default_factory=dict)  # the run's tags ({} without a run)
-    # each item-run's trajectory, where the record holds it (the runner's and a resumed job's; read_job
-    # leaves them on disk: a comparison reads only the few it shows)
     trajectories: dict[Slot, Trajectory] = field(default_factory=dict)
 
 

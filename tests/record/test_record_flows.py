@@ -19,8 +19,9 @@ from mlflow.tracking import MlflowClient
 
 import giant
 import giant.eval.runner
-from giant.record import RESULTS_FILE, TRAJECTORY_FILE, TRAJECTORY_PAGE, JobLayout, read_results
+from giant.record import RESULTS_FILE, TRAJECTORY_FILE, TRAJECTORY_PAGE, JobLayout, read_results, read_summary
 from giant.record.layout import PREDICTIONS_FILE, SUMMARY_FILE
+from giant.record.read import JobRecord, read_trajectories
 
 WATCHED = {RESULTS_FILE, TRAJECTORY_FILE, SUMMARY_FILE, PREDICTIONS_FILE}
 
@@ -29,16 +30,15 @@ WATCHED = {RESULTS_FILE, TRAJECTORY_FILE, SUMMARY_FILE, PREDICTIONS_FILE}
 def test_a_fresh_job_reads_its_record_once_at_most_after_its_runner(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ended: list[bool] = []
+    ended: list[JobRecord] = []
     reads: Counter[Path] = Counter()
     run_eval = giant.eval.runner.run_eval
     real_open = io.open
 
-    async def returning(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return await run_eval(*args, **kwargs)
-        finally:
-            ended.append(True)
+    async def returning(*args: Any, **kwargs: Any) -> JobRecord:
+        record = await run_eval(*args, **kwargs)
+        ended.append(record)
+        return record
 
     def counting(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
         path = Path(str(file)) if isinstance(file, str | Path) else None
@@ -74,9 +74,12 @@ def test_a_fresh_job_reads_its_record_once_at_most_after_its_runner(
     assert all(reads[path.resolve()] <= 1 for path in trajectories), reads
     assert max(reads.values(), default=0) <= 1, reads  # summary.json and predictions.csv too
 
-    # what was made from the record in memory is the job's: every output, from the same lines
+    # the record in memory is the folder's: the same lines, trajectories and summary
+    (record,) = ended
     records = read_results(layout.results)
-    assert len(pd.read_csv(layout.predictions)) == len(records) == 4
+    assert record.records == records and len(pd.read_csv(layout.predictions)) == len(records) == 4
+    assert record.trajectories == read_trajectories(out, records) and len(record.trajectories) == 4
+    assert record.summary == read_summary(out) == summary
     assert layout.confusion_matrix.is_file() and layout.report.is_file()
     assert all((path.parent / TRAJECTORY_PAGE).is_file() for path in trajectories)
     (run,) = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").search_runs(["1"])
