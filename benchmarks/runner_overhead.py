@@ -29,7 +29,7 @@ from giant.config import RunOptions, shipped
 from giant.core import Item
 from giant.eval.items import JobData
 from giant.eval.runner import RunServices, run_eval
-from giant.llm.random_provider import format_answer
+from giant.llm.providers.random.provider import format_answer
 from giant.llm.types import AnswerAction, CallContext, Conversation, CropAction, ModelTurn, Step, Usage
 from giant.wsi.synthetic import write_synthetic_slide
 

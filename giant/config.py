@@ -204,7 +204,7 @@ class RunSettings(_Strict):
     def cross_check(self) -> None:
         """What each model alone cannot see: combinations a provider or agent cannot serve."""
         # Provider checks (a script that exists, a server URL, thinking limits) live in the
-        # provider's own settings model (giant/llm/config.py).
+        # provider's own settings model (giant/llm/providers/<name>/).
         ds = self.dataset
         missing = []  # every missing file or folder at once: one does not hide another
         for name, path in (("dataset.csv_path", ds.csv_path), ("dataset.slidebench_fix", ds.slidebench_fix)):

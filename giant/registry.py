@@ -31,9 +31,6 @@ HOMES: dict[Kind, tuple[str, frozenset[str]]] = {
     "provider": ("giant.llm.providers", frozenset()),
     "tool": ("giant.tools", frozenset({"base", "registry", "scorer", "settings"})),
 }
-# The members every home holds beside its folder: the built-in providers are defined in
-# giant.llm.config, beside their shared bases.
-BUILT_IN: dict[Kind, tuple[str, ...]] = {"mode": (), "provider": ("giant.llm.config",), "tool": ()}
 
 _members: dict[Kind, dict[str, Any]] = {kind: {} for kind in HOMES}
 _found: set[Kind] = set()
@@ -74,7 +71,7 @@ def unregister(kind: Kind, name: str) -> None:
 
 
 def _find(kind: Kind) -> None:
-    """Import the kind's home folder (sorted: the union's order) and built-in modules, once."""
+    """Import the kind's home folder (sorted: the union's order), once."""
     if kind in _found:
         return
     home, contract = HOMES[kind]
@@ -84,10 +81,9 @@ def _find(kind: Kind) -> None:
             "imports, at its top, a module built from the registry (giant.config, giant.tools.settings, "
             "the settings union); import that inside the function that needs it"
         )
-    # The built-in modules and the home package first: one that builds a settings union at import
-    # reads the registry itself, and that read finds the members.
-    for module in (*BUILT_IN[kind], home):
-        importlib.import_module(module)
+    # The home package first: one that builds a settings union at import (giant.llm.providers imports
+    # giant.llm.config) reads the registry itself, and that read finds the members.
+    importlib.import_module(home)
     if kind in _found:
         return
     _finding.add(kind)

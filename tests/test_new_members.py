@@ -33,7 +33,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from giant.llm.config import OpenAICompatibleSettings
+from giant.llm.providers.openai_compatible import OpenAICompatibleSettings
 from giant.registry import register
 from giant.roles import Method
 
@@ -46,7 +46,7 @@ class LoopbackSettings(OpenAICompatibleSettings):
 '''
 PROVIDER_CLASS = '''"""The loopback API's provider: Chat Completions, as the OpenAI-compatible one."""
 
-from giant.llm.openai_compatible import OpenAICompatibleProvider
+from giant.llm.providers.openai_compatible.provider import OpenAICompatibleProvider
 
 
 class LoopbackProvider(OpenAICompatibleProvider):

@@ -27,8 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from giant.agent import run_episode
-from giant.agent.episode import EpisodeCrashed
+from giant.agent.episode import EpisodeCrashed, run_episode
 from giant.agent.limits import LimitExceeded
 from giant.agent.modes import AgentConfig
 from giant.core import Item

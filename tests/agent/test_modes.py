@@ -27,7 +27,8 @@ from giant.llm.pricing import Pricing, Rates
 from giant.llm.types import TextPart
 from giant.roles import Method
 from giant.tracking.mlflow_logger import run_name
-from giant.tracking.tables import RunRecord, build_table, to_markdown
+from giant.tracking.tables.formats import to_markdown
+from giant.tracking.tables.rows import RunRecord, build_table
 from tests.agent.conftest import answer, run, scripted
 
 

@@ -22,7 +22,7 @@ from giant.data.multipathqa import CSV_COLUMNS
 from giant.eval.rescore_records import rescore_records
 from giant.record import ResultRecord
 from giant.tracking.names import RESCORE_TAG, ROLE_TAG
-from giant.tracking.tables import RunRecord, latest_per_row_and_task
+from giant.tracking.tables.rows import RunRecord, latest_per_row_and_task
 from tests.cli.test_run_eval import MAKE_TABLES, ROOT, Env
 
 RESCORE = ROOT / "scripts" / "rescore.py"

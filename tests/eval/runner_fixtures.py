@@ -20,7 +20,7 @@ from giant.eval.items import JobData
 from giant.eval.runner import RunServices, run_eval
 from giant.llm.batch import BatchCollector
 from giant.llm.config import provider_settings
-from giant.llm.random_provider import RandomProvider, format_answer, random_label
+from giant.llm.providers.random.provider import RandomProvider, format_answer, random_label
 from giant.llm.types import (
     AnswerAction,
     CallContext,

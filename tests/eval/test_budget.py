@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from giant.agent import run_episode
+from giant.agent.episode import run_episode
 from giant.agent.modes import parse_agent
 from giant.config import RunOptions, shipped
 from giant.eval.budget import CallPricer

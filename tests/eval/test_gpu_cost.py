@@ -12,8 +12,9 @@ from giant.config import RunOptions, shipped
 from giant.eval.gpu_cost import GpuRate
 from giant.eval.items import JobData
 from giant.eval.runner import RunServices, run_eval
-from giant.llm.config import OpenAICompatibleSettings, provider_settings
+from giant.llm.config import provider_settings
 from giant.llm.ledger import call_key
+from giant.llm.providers.openai_compatible import OpenAICompatibleSettings
 from giant.record.summary import Summary
 from giant.roles import Role, roles
 from giant.tracking.mlflow_logger import summary_metrics

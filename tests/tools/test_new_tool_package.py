@@ -216,7 +216,8 @@ def test_the_tools_option_composes_every_file_in_conf_tools() -> None:
 
 def test_a_tool_named_without_settings_is_one_config_error_line() -> None:
     from giant.errors import ConfigError
-    from giant.tools import ToolSettings, load_tools
+    from giant.tools import load_tools
+    from giant.tools.settings import ToolSettings
 
     expected = "agent.tools names conch but tools.conch is not set: add conf/tools/conch.yaml"
     with pytest.raises(ConfigError) as info:
