@@ -183,7 +183,7 @@ class RunSettings(_Strict):
     @classmethod
     def from_config(cls, cfg: DictConfig) -> RunSettings:
         """Resolve, validate and cross-check; raises ConfigError (one line) on any problem."""
-        cfg = _without_dry_run_server(cfg)
+        cfg = _without_server_address(cfg)
         data = resolve(cfg)
         run_keys = set(RunOptions.model_fields)
         sections = {
@@ -339,9 +339,11 @@ def shipped(model: type[_Section], **changes: object) -> _Section:
 MISSING_BASE_URL = "provider.base_url is required: pass provider.base_url=VALUE on the command line"
 
 
-def _without_dry_run_server(cfg: DictConfig) -> DictConfig:
-    """A dry run contacts nothing: provider=openai_compatible may leave its server's base_url unset."""
-    provider = cfg.get("provider") if cfg.get("dry_run") else None
+def _without_server_address(cfg: DictConfig) -> DictConfig:
+    """provider=openai_compatible may leave its server's base_url unset for a dry run, which contacts
+    nothing, and for a job that starts its own server (server=...), which gives the address once it
+    has a port (giant.job)."""
+    provider = cfg.get("provider") if cfg.get("dry_run") or cfg.get("server") is not None else None
     if provider is None or provider.get("name") != "openai_compatible":
         return cfg
     if not OmegaConf.is_missing(provider, "base_url"):

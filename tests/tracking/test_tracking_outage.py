@@ -151,7 +151,7 @@ def test_ctrl_c_while_waiting_for_the_server_ends_the_job_at_once(
     from giant.eval.summarize import summarize
     from giant.interrupt import StopRequest
     from giant.job import _finish_tracking_within
-    from giant.record import JobLayout
+    from giant.record.read import JobRecord
     from giant.record.summary import Provenance
     from giant.tracking.mlflow_logger import JobRun
 
@@ -179,6 +179,7 @@ def test_ctrl_c_while_waiting_for_the_server_ends_the_job_at_once(
     signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Timer(1.0, os.kill, args=(os.getpid(), signal.SIGINT)).start()
     with pytest.raises(KeyboardInterrupt):  # MLflow's retries alone would hold it for minutes
-        _finish_tracking_within(job, settings, summary, JobLayout(tmp_path), {}, StopRequest())
+        record = JobRecord(str(tmp_path), [], summary, folder=tmp_path)
+        _finish_tracking_within(job, settings, record, {}, StopRequest())
     assert job.abandoned
     assert os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] == "4"  # the worker gives up within ~1 min
