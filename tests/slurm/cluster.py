@@ -32,8 +32,8 @@ START_TIMEOUT_S = 60
 # slurmctld tests time limits every 30 s on its own clock (PERIODIC_TIMEOUT, not a setting): a job's
 # --signal warning goes out at the first test less than 30 s before the warning time, and a job past
 # its limit is ended at the first test after it. A requeued job is held back cred_expire seconds
-# (default 120), the least SLURM takes; it also bounds how long a launch credential is valid, and a
-# launch takes about a second on two busy cores.
+# (default 120; here 5, the least SLURM takes), which also bounds how long a launch credential is valid:
+# a launch takes about a second on two busy cores.
 CHECK_PERIOD_S = 30.0
 REQUEUE_HOLD_S = 5
 CHECK_LINE = "debug2: Testing job time limits and checkpoints"
