@@ -1,5 +1,7 @@
-"""`server=vllm` through the real CLI: each job of a sweep starts its own server (a fake `vllm` on
-PATH that serves the loopback vLLM stub), runs against it and stops it, also when the job fails."""
+"""`server=vllm`: each job starts its own server (a fake `vllm` on PATH that serves the loopback vLLM
+stub), runs against it and stops it, also when the job fails. The sweep goes through the real CLI (a
+sweep is the command line's); single jobs run in this process (giant.evaluate), whose errors are the
+ConfigError the CLI turns into exit code 2."""
 
 from __future__ import annotations
 
@@ -11,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+import giant
+from giant.errors import ConfigError
+from giant.record.summary import Summary
 from tests.llm.fake_vllm import install
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,17 +37,33 @@ def _env(tmp: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+BASE = ("server=vllm", "provider=openai_compatible", "agent.max_steps=3", "limit=2")
+
+
 def _run(tmp: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
     install(tmp / "bin")
-    base = ("server=vllm", "provider=openai_compatible", "agent.max_steps=3", "limit=2")
     return subprocess.run(
-        [sys.executable, str(SCRIPT), *args, *base, f"tracking.uri=sqlite:///{tmp / 'mlflow.db'}"],
+        [sys.executable, str(SCRIPT), *args, *BASE, f"tracking.uri=sqlite:///{tmp / 'mlflow.db'}"],
         cwd=tmp,
         env=_env(tmp, **extra),
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
     )
+
+
+def _evaluate(tmp: Path, monkeypatch: pytest.MonkeyPatch, run_dir: Path, *args: str, **extra: str) -> Summary:
+    """The job `_run(tmp, *args)` runs, in this process, into `run_dir`, with `_run`'s environment."""
+    install(tmp / "bin")
+    for name in [name for name in os.environ if name.startswith(("MLFLOW_", "GIANT_", "HYDRA_", "FAKE_"))]:
+        monkeypatch.delenv(name)
+    for name, value in _env(tmp, **extra).items():
+        monkeypatch.setenv(name, value)
+    summary = giant.evaluate(
+        [*args, *BASE, f"tracking.uri=sqlite:///{tmp / 'mlflow.db'}"], output_dir=run_dir
+    )
+    assert summary is not None
+    return summary
 
 
 def _started(tmp: Path) -> list[int]:
@@ -73,24 +94,26 @@ def test_a_sweep_serves_each_model_in_its_job_and_stops_it(tmp_path: Path) -> No
         assert resolved["provider"]["base_url"].startswith("http://127.0.0.1:")
 
 
-def test_gpu_price_makes_the_cost(tmp_path: Path) -> None:
+def test_gpu_price_makes_the_cost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     run_dir = tmp_path / "run"
-    proc = _run(
-        tmp_path,
-        f"provider.model={MODELS[0]}",
-        "provider.gpu_hour_usd=3.6",
-        "provider.gpus=2",
-        f"hydra.run.dir={run_dir}",
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    totals = json.loads((run_dir / "summary.json").read_text())["totals"]
-    assert totals["cost_usd"] == totals["gpu_cost_usd"] == pytest.approx(totals["active_s"] * 2 * 3.6 / 3600)
-    assert "$" in proc.stdout and "unknown" not in proc.stdout.splitlines()[-1]
+    model = f"provider.model={MODELS[0]}"
+    totals = _evaluate(
+        tmp_path, monkeypatch, run_dir, model, "provider.gpu_hour_usd=3.6", "provider.gpus=2"
+    ).totals
+    assert totals.cost_usd == totals.gpu_cost_usd == pytest.approx(totals.active_s * 2 * 3.6 / 3600)
+    said = capsys.readouterr().out.splitlines()[-1]  # the summary line
+    assert f"-> {run_dir}" in said and "$" in said and "unknown" not in said
 
 
-def test_a_job_that_fails_after_the_start_stops_its_server(tmp_path: Path) -> None:
-    proc = _run(tmp_path, f"provider.model={MODELS[0]}", FAKE_VLLM_IMAGE_LIMIT="1")  # the preflight stops it
-    assert proc.returncode == 2 and "--limit-mm-per-prompt" in proc.stderr
+def test_a_job_that_fails_after_the_start_stops_its_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ConfigError, match="--limit-mm-per-prompt"):  # the preflight stops it
+        _evaluate(
+            tmp_path, monkeypatch, tmp_path / "run", f"provider.model={MODELS[0]}", FAKE_VLLM_IMAGE_LIMIT="1"
+        )
     [pid] = _started(tmp_path)
     assert not _alive(pid)
 
@@ -99,17 +122,14 @@ def test_a_job_that_fails_after_the_start_stops_its_server(tmp_path: Path) -> No
     ("mode", "said"),
     [("silent", "no answer from http://127.0.0.1:"), ("crash", "exited with code 1 before answering")],
 )
-def test_a_server_that_never_answers_is_one_line_naming_its_log(tmp_path: Path, mode: str, said: str) -> None:
+def test_a_server_that_never_answers_is_one_line_naming_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, said: str
+) -> None:
     run_dir = tmp_path / "run"
-    proc = _run(
-        tmp_path,
-        f"provider.model={MODELS[0]}",
-        "server.startup_timeout_s=3",
-        f"hydra.run.dir={run_dir}",
-        FAKE_VLLM_MODE=mode,
-    )
-    assert proc.returncode == 2
-    [line] = [line for line in proc.stderr.splitlines() if line.startswith("run_eval:")]
+    args = (f"provider.model={MODELS[0]}", "server.startup_timeout_s=3")
+    with pytest.raises(ConfigError) as err:
+        _evaluate(tmp_path, monkeypatch, run_dir, *args, FAKE_VLLM_MODE=mode)
+    [line] = str(err.value).splitlines()
     assert said in line and line.endswith(f"see {run_dir / 'server.log'}")
     [pid] = _started(tmp_path)
     assert not _alive(pid)
