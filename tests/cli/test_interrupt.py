@@ -20,7 +20,7 @@ import pytest
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
-from tests.cli.test_run_eval import SCRIPT, SECRET, Env
+from tests.helpers.cli import SCRIPT, SECRET, Env
 
 ANSWER = {"reasoning": "done", "action": {"type": "answer", "text": '<response>{"answer": 1}</response>'}}
 N_ITEMS = 8  # the demo set's accuracy task
@@ -82,6 +82,7 @@ def _assert_one_line_stop(proc: subprocess.Popen[str], stderr: str) -> None:
     assert stops[0].startswith("run_eval: stopped by SIGTERM; rerun the same command to resume"), stderr
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_sigterm_stops_cleanly_and_the_rerun_resumes_the_same_mlflow_run(cli: Env) -> None:
     run_dir = cli.tmp / "single"
@@ -121,6 +122,7 @@ def test_sigterm_stops_cleanly_and_the_rerun_resumes_the_same_mlflow_run(cli: En
     assert len(client.search_runs([killed.info.experiment_id])) == 1  # reattached, no second run
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_sigterm_while_the_job_sets_up_is_one_line_and_no_item_starts(cli: Env) -> None:
     """Hydra has made the job's folder, the job is loading its data and opening MLflow: the items'
@@ -139,6 +141,7 @@ def test_sigterm_while_the_job_sets_up_is_one_line_and_no_item_starts(cli: Env) 
     assert _lines(run_dir / "results.jsonl") == []  # stopped at its first check: no item ran
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_sigterm_during_a_sweep_closes_its_parent_as_interrupted_not_failed(cli: Env) -> None:
     sweep_dir = cli.tmp / "sweep"
@@ -157,6 +160,7 @@ def test_sigterm_during_a_sweep_closes_its_parent_as_interrupted_not_failed(cli:
     assert not (sweep_dir / "1").exists()  # the sweep stopped: the second job never started
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_sigterm_to_a_joblib_sweep_stops_every_running_job_cleanly(cli: Env) -> None:
     """Only the sweep process gets the signal (`kill PID`): it passes it on to the workers, and no job
@@ -202,6 +206,7 @@ def _children_of(pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_submitit_local_requeues_a_preempted_job_which_resumes_its_run(cli: Env) -> None:
     """SIGUSR2 is what SLURM sends before the time limit and on preemption (submitit's signal): the job

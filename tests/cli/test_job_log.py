@@ -12,7 +12,7 @@ import pytest
 
 from giant.cli.joblog import Tee
 from giant.data.demo import build_demo
-from tests.cli.test_run_eval import SECRET, Env
+from tests.helpers.cli import SECRET, Env
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +27,7 @@ def _log(folder: Path) -> str:
     return (folder / "run_eval.log").read_text(encoding="utf-8")
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_the_job_folder_holds_what_the_job_printed(cli: Env) -> None:
     folder = cli.tmp / "job"
@@ -42,6 +43,7 @@ def test_the_job_folder_holds_what_the_job_printed(cli: Env) -> None:
     assert "\r" not in _log(again)  # the progress bar's redraws are not kept
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_one_line_error_is_in_the_log(cli: Env) -> None:
     folder = cli.tmp / "stopped"

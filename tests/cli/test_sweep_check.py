@@ -12,7 +12,7 @@ import pytest
 
 from giant.cli.outcomes import JobOutcome, failure_lines
 from giant.data.demo import build_demo
-from tests.cli.test_run_eval import SECRET, Env
+from tests.helpers.cli import SECRET, Env
 
 BRIEF = ("-m", "dataset=tcga,panda", "agent.max_steps=5,10,20")  # the issue's sweep: 6 jobs
 
@@ -43,6 +43,7 @@ def _refused(cli: Env, *args: str) -> list[str]:
     return proc.stderr.strip().splitlines()
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_no_slide_folder_is_one_line_for_the_six_jobs(cli: Env) -> None:
     missing = cli.tmp / "no_such_folder"
@@ -53,6 +54,7 @@ def test_no_slide_folder_is_one_line_for_the_six_jobs(cli: Env) -> None:
     ]
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_no_csv_is_one_line_for_the_six_jobs(cli: Env) -> None:
     slides = cli.tmp / "slides"
@@ -62,6 +64,7 @@ def test_no_csv_is_one_line_for_the_six_jobs(cli: Env) -> None:
     assert line.endswith("(every one of the 6 sweep jobs)"), line
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_dry_run_sweep_without_its_csv_says_so_once(cli: Env) -> None:
     """A dry run of the sweep fails on its shared question file as the run does: once, before any job
@@ -73,6 +76,7 @@ def test_a_dry_run_sweep_without_its_csv_says_so_once(cli: Env) -> None:
     assert line.endswith("(every one of the 6 sweep jobs)"), line
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_dry_run_sweep_leaves_nothing_in_mlflow(cli: Env) -> None:
     """Its reports stay in the job folders: no store, no parent run, no MLflow address printed."""
@@ -87,6 +91,7 @@ def test_a_dry_run_sweep_leaves_nothing_in_mlflow(cli: Env) -> None:
     assert "http" not in proc.stdout + proc.stderr
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_slides_missing_per_task_name_each_task_s_jobs(cli: Env) -> None:
     """The CSV is there and the folder too, but it holds no slide: one line per task (its example
@@ -105,6 +110,7 @@ def test_slides_missing_per_task_name_each_task_s_jobs(cli: Env) -> None:
         assert line.endswith(f"(2 of 4 sweep jobs: {jobs}agent.max_steps=2)"), line
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_odd_task_files_stop_the_sweep_before_it_starts_with_their_problem_lists(cli: Env) -> None:
     """An answer `²` and a 5,000-byte slide name crashed each job mid-sweep (the check's exception was a

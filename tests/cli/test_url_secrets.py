@@ -18,9 +18,9 @@ from mlflow.tracking import MlflowClient
 
 from giant.confdir import compose
 from giant.config import RunSettings
-from giant.errors import EXIT_CONFIG
+from giant.errors import ConfigError
 from giant.secrets import looks_like_key, redact_url, redact_urls
-from tests.cli.test_run_eval import SCRIPT, TIMEOUT
+from tests.helpers.cli import SCRIPT, TIMEOUT, Env
 from tests.llm.open_server import OpenServer, serving
 
 PASSWORD = "Hunter2-url-password-7f3a"  # the test's own made-up credential
@@ -87,23 +87,22 @@ def _env(tmp: Path) -> dict[str, str]:
     return env
 
 
-def test_a_key_pasted_into_api_key_env_is_one_line_that_never_shows_it(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "provider=openai", f"provider.api_key_env={PASTED_KEY}", "limit=1"],
-        cwd=tmp_path,
-        env=_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
-    assert proc.returncode == EXIT_CONFIG
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "put the key in the environment" in lines[0], proc.stderr
-    assert PASTED_KEY not in proc.stdout + proc.stderr
-    assert not (tmp_path / "outputs").exists()  # refused before Hydra wrote a job folder
+def test_a_key_pasted_into_api_key_env_is_one_line_that_never_shows_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In-process: the ConfigError the command line prints as its one line with exit 2."""
+    job = Env(tmp_path, _env(tmp_path))
+    with pytest.raises(ConfigError) as err:
+        job.job(tmp_path / "job", "provider=openai", f"provider.api_key_env={PASTED_KEY}", "limit=1")
+    lines = str(err.value).splitlines()
+    assert len(lines) == 1 and "put the key in the environment" in lines[0], lines
+    printed = capsys.readouterr()
+    assert PASTED_KEY not in str(err.value) + printed.out + printed.err
+    assert not (tmp_path / "job").exists()  # refused before the job folder was written
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess_job
 def test_url_credentials_reach_no_file_and_no_mlflow_value(tmp_path: Path) -> None:
     server = OpenServer("vllm")
     uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"

@@ -31,6 +31,7 @@ def test_the_docs_show_error_examples() -> None:
     assert len(examples()) >= 4
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 @pytest.mark.parametrize(("page", "command", "lines"), examples(), ids=lambda value: str(value)[:40])
 def test_an_error_example_prints_what_the_page_shows(

@@ -15,7 +15,7 @@ from giant.data.defects import Defect
 from giant.record.logged import read_logged
 from giant.record.summary import Bootstrap, Magnification, NavigationSummary, Provenance, Summary, Totals
 from giant.tracking.mlflow_logger import JobRun
-from tests.cli.test_run_eval import Env
+from tests.helpers.cli import Env
 
 
 def _boot(base: float) -> Bootstrap:

@@ -22,7 +22,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from giant.errors import EXIT_UNTRACKED
-from tests.cli.test_run_eval import ROOT, SCRIPT, TIMEOUT
+from tests.helpers.cli import ROOT, SCRIPT, TIMEOUT
 from tests.slurm.mlflow_server import MlflowServer
 
 # The real CLI, whose job kills the tracking server once its job folder is written (giant.job's
