@@ -184,6 +184,7 @@ def _run_eval(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_provider_and_a_mode_added_as_files_run_through_the_cli(repo: Path) -> None:
     server = OpenServer("vllm", models=("gpt-4o",))

@@ -20,7 +20,7 @@ import pytest
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
-from tests.helpers.cli import SCRIPT, SECRET, Env
+from tests.helpers.cli import SCRIPT, Env
 
 ANSWER = {"reasoning": "done", "action": {"type": "answer", "text": '<response>{"answer": 1}</response>'}}
 N_ITEMS = 8  # the demo set's accuracy task
@@ -28,17 +28,7 @@ N_ITEMS = 8  # the demo set's accuracy task
 
 @pytest.fixture(scope="module")
 def cli(tmp_path_factory: pytest.TempPathFactory) -> Env:
-    tmp = tmp_path_factory.mktemp("interrupt")
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_", "SUBMITIT_"))
-    }
-    env.update(
-        OPENAI_API_KEY=SECRET,
-        GIANT_CACHE_DIR=str(tmp / "cache"),
-        GIANT_OUTPUT_DIR=str(tmp / "outputs"),
-        GIANT_MULTIRUN_DIR=str(tmp / "multirun"),
-    )
-    return Env(tmp, env)
+    return Env.make(tmp_path_factory.mktemp("interrupt"))
 
 
 def _script(cli: Env, sleep: float) -> Path:

@@ -5,7 +5,6 @@ progress bar) is kept in its last state only."""
 from __future__ import annotations
 
 import io
-import os
 from pathlib import Path
 
 import pytest
@@ -17,10 +16,7 @@ from tests.helpers.cli import SECRET, Env
 
 @pytest.fixture(scope="module")
 def cli(tmp_path_factory: pytest.TempPathFactory) -> Env:
-    tmp = tmp_path_factory.mktemp("job_log")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
-    env.update(OPENAI_API_KEY=SECRET, GIANT_CACHE_DIR=str(tmp / "cache"), GIANT_OUTPUT_DIR=str(tmp / "out"))
-    return Env(tmp, env)
+    return Env.make(tmp_path_factory.mktemp("job_log"))
 
 
 def _log(folder: Path) -> str:

@@ -5,30 +5,21 @@ distinct cause (giant.cli.outcomes.failure_lines)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from giant.cli.outcomes import JobOutcome, failure_lines
 from giant.data.demo import build_demo
-from tests.helpers.cli import SECRET, Env
+from tests.helpers.cli import Env
 
 BRIEF = ("-m", "dataset=tcga,panda", "agent.max_steps=5,10,20")  # the issue's sweep: 6 jobs
 
 
 @pytest.fixture(scope="module")
 def cli(tmp_path_factory: pytest.TempPathFactory) -> Env:
-    tmp = tmp_path_factory.mktemp("sweep_check")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
-    env.update(
-        OPENAI_API_KEY=SECRET,
-        GIANT_CACHE_DIR=str(tmp / "cache"),
-        GIANT_OUTPUT_DIR=str(tmp / "outputs"),
-        GIANT_MULTIRUN_DIR=str(tmp / "multirun"),
-        HF_HUB_OFFLINE="1",  # no CSV in the cache and none to download: the data check must say so
-    )
-    return Env(tmp, env)
+    # no CSV in the cache and none to download: the data check must say so
+    return Env.make(tmp_path_factory.mktemp("sweep_check"), HF_HUB_OFFLINE="1")
 
 
 def _refused(cli: Env, *args: str) -> list[str]:

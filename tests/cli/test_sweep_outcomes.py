@@ -25,7 +25,7 @@ from mlflow.tracking import MlflowClient
 import giant
 from giant.data.demo import build_demo
 from giant.errors import ConfigError
-from tests.helpers.cli import ROOT, SCRIPT, SECRET, TIMEOUT, Env
+from tests.helpers.cli import ROOT, SCRIPT, TIMEOUT, Env
 
 ANSWER = {"reasoning": "done", "action": {"type": "answer", "text": '<response>{"answer": 1}</response>'}}
 
@@ -58,18 +58,8 @@ STOPPING_CLI = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def cli(tmp_path_factory: pytest.TempPathFactory) -> Env:
-    tmp = tmp_path_factory.mktemp("outcomes")
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_", "SUBMITIT_"))
-    }
-    env.update(
-        PYTHONPATH=str(ROOT),  # the sweeps below add tests.cli.between_jobs as a Hydra callback
-        OPENAI_API_KEY=SECRET,
-        GIANT_CACHE_DIR=str(tmp / "cache"),
-        GIANT_OUTPUT_DIR=str(tmp / "outputs"),
-        GIANT_MULTIRUN_DIR=str(tmp / "multirun"),
-    )
-    return Env(tmp, env)
+    # PYTHONPATH: the sweeps below add tests.cli.between_jobs as a Hydra callback
+    return Env.make(tmp_path_factory.mktemp("outcomes"), PYTHONPATH=str(ROOT))
 
 
 def _stderr_lines(proc: subprocess.CompletedProcess[str]) -> list[str]:

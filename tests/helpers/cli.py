@@ -47,15 +47,17 @@ def clean_env(*drop: str, **extra: str) -> dict[str, str]:
 
 
 def cli_env(tmp: Path, *drop: str, **extra: str) -> dict[str, str]:
-    """clean_env with the job's cache, outputs and sweeps under `tmp` and OPENAI_API_KEY=SECRET."""
-    return clean_env(
+    """clean_env with the job's cache, outputs and sweeps under `tmp` and OPENAI_API_KEY=SECRET (`extra`
+    replaces any of them)."""
+    env = clean_env(
         *drop,
         OPENAI_API_KEY=SECRET,
         GIANT_CACHE_DIR=str(tmp / "cache"),  # demo slides and the resume index stay in tmp
         GIANT_OUTPUT_DIR=str(tmp / "outputs"),
         GIANT_MULTIRUN_DIR=str(tmp / "multirun"),
-        **extra,
     )
+    env.update(extra)
+    return env
 
 
 def run_script(

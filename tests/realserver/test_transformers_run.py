@@ -58,6 +58,7 @@ def _out_dir(proc: subprocess.CompletedProcess[str]) -> Path:
     return Path(line.split(" -> ")[1].split(";")[0].strip())
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_demo_run_measures_every_item_and_its_rerun_sends_nothing(
     tserve: Server, tiny_vlm: Path, tmp_path: Path

@@ -308,6 +308,7 @@ DEMO_NAMES = {
 }
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_demo_job_through_the_cli_logs_the_pinned_names(tmp_path: Path) -> None:
     drop = ("MLFLOW_", "GIANT_", "HYDRA_", "OPENAI_", "ANTHROPIC_")

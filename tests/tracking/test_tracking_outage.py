@@ -89,6 +89,7 @@ def _job_runs(uri: str) -> list:
     return client.search_runs([experiment.experiment_id]) if experiment else []
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_server_gone_at_the_jobs_end_is_one_line_exit_6_and_the_rerun_logs_it(tmp_path: Path) -> None:
     server = _started(tmp_path / "server")
@@ -135,6 +136,7 @@ def test_a_server_gone_at_the_jobs_end_is_one_line_exit_6_and_the_rerun_logs_it(
     assert runs[0].data.tags["status"] == "complete" and "metric_boot_mean" in runs[0].data.metrics
 
 
+@pytest.mark.subprocess_job
 def test_ctrl_c_while_waiting_for_the_server_ends_the_job_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
