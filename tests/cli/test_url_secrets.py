@@ -18,7 +18,7 @@ from mlflow.tracking import MlflowClient
 
 from giant.confdir import compose
 from giant.config import RunSettings
-from giant.errors import ConfigError
+from giant.errors import ConfigError, RunStopped
 from giant.secrets import looks_like_key, redact_url, redact_urls
 from tests.helpers.cli import SCRIPT, TIMEOUT, Env
 from tests.llm.open_server import OpenServer, serving
@@ -73,8 +73,6 @@ def test_the_record_hides_url_credentials_the_settings_keep_them() -> None:
 
 
 def test_a_key_in_a_config_file_is_refused_unseen() -> None:
-    from giant.errors import ConfigError
-
     cfg = compose("config", ["provider=openai", f"provider.api_key_env={PASTED_KEY}"])
     with pytest.raises(ConfigError) as err:
         RunSettings.from_config(cfg)
@@ -138,3 +136,19 @@ def test_url_credentials_reach_no_file_and_no_mlflow_value(tmp_path: Path) -> No
     values = [*run.data.params.values(), *run.data.tags.values()]
     assert not [value for value in values if PASSWORD in value]
     assert run.data.params["provider.base_url"].startswith("http://***@127.0.0.1:")
+
+
+def test_a_job_run_in_process_writes_no_url_credentials_into_its_folder(tmp_path: Path) -> None:
+    """giant.evaluate writes the .hydra files itself: redacted as the command line's are (the address
+    answers nothing, so the job stops at its preflight; what it wrote before is what is checked)."""
+    job = tmp_path / "job"
+    base_url = f"http://alice:{PASSWORD}@127.0.0.1:9/v1"
+    with pytest.raises((ConfigError, RunStopped)):
+        Env(tmp_path, _env(tmp_path)).job(
+            job, "provider=openai_compatible", "provider.model=m", f"provider.base_url={base_url}",
+            "limit=1", "tracking.enabled=false",
+        )  # fmt: skip
+    hydra_files = sorted((job / ".hydra").glob("*.yaml"))
+    assert [path.name for path in hydra_files] == ["config.yaml", "hydra.yaml", "overrides.yaml"]
+    assert not [path for path in hydra_files if PASSWORD in path.read_text()]
+    assert "http://***@127.0.0.1:9/v1" in (job / ".hydra" / "overrides.yaml").read_text()
