@@ -153,6 +153,35 @@ class Env:
         except RunStopped as err:
             return Ended(err.code, f"run_eval: {err}")
 
+    def sweep_check(self, *args: str) -> tuple[int, list[str]]:
+        """The whole-sweep check that `run_eval.py -m args` runs before anything of the sweep exists
+        (giant.cli.sweep_check.SweepDataCheck, on the config Hydra composes for the sweep), in this
+        process with this environment: the exit code it ends the command with (0: the sweep would
+        start) and the lines it prints. The process around it: tests/cli/test_sweep_check.py."""
+        import contextlib
+        import io
+
+        from hydra import initialize_config_dir
+        from hydra.core.global_hydra import GlobalHydra
+        from hydra.types import RunMode
+
+        from giant.cli.sweep_check import SweepDataCheck
+        from giant.confdir import CONF_DIR, prepare
+
+        prepare()
+        printed = io.StringIO()
+        code = EXIT_OK
+        with self.environment(), initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+            loader = GlobalHydra.instance().config_loader()
+            overrides = [arg for arg in args if arg not in ("-m", "--multirun")]
+            cfg = loader.load_configuration("config", overrides, run_mode=RunMode.MULTIRUN)
+            with contextlib.redirect_stderr(printed):
+                try:
+                    SweepDataCheck().on_multirun_start(cfg)
+                except SystemExit as stop:
+                    code = int(stop.code or 0)
+        return code, printed.getvalue().strip().splitlines()
+
     def evaluate(self, folder: Path, *args: str) -> str:
         """`job(folder, *args)` logged to `uri`: its MLflow run's id."""
         self.job(folder, *args, f"tracking.uri={self.uri}")
