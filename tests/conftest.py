@@ -10,6 +10,10 @@ import pytest
 
 from tests.browser import browser  # noqa: F401  (the headless Chromium fixture, for every package)
 
+# pytester: tests/test_suite_shape.py runs a small suite inside the suite; the guard: a test that starts
+# a job script in a subprocess is marked subprocess_job (tests/helpers/subprocess_guard.py).
+pytest_plugins = ["pytester", "tests.helpers.subprocess_guard"]
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 

@@ -288,6 +288,7 @@ def _results(folder: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_provider_and_a_mode_added_as_files_run_a_job(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LOOPBACK_API_KEY", "sk-loopback-test")

@@ -1,7 +1,6 @@
-"""`server=vllm`: each job starts its own server (a fake `vllm` on PATH that serves the loopback vLLM
-stub), runs against it and stops it, also when the job fails. The sweep goes through the real CLI (a
-sweep is the command line's); single jobs run in this process (giant.evaluate), whose errors are the
-ConfigError the CLI turns into exit code 2."""
+"""`server=vllm`: each job of a sweep (the real CLI) starts its own server (a fake `vllm` on PATH that
+serves the loopback vLLM stub), runs against it and stops it, also when the job fails (the job of
+scripts/run_eval.py in-process, giant.evaluate, with the exit code and line the command line gives)."""
 
 from __future__ import annotations
 
@@ -13,13 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import giant
-from giant.errors import ConfigError
-from giant.record.summary import Summary
+from tests.helpers.cli import SCRIPT, Ended, Env
 from tests.llm.fake_vllm import install
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "run_eval.py"
 MODELS = ("Qwen/Qwen2.5-VL-7B-Instruct", "OpenGVLab/InternVL3-8B")
 TIMEOUT = 300
 
@@ -37,13 +32,11 @@ def _env(tmp: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-BASE = ("server=vllm", "provider=openai_compatible", "agent.max_steps=3", "limit=2")
-
-
 def _run(tmp: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
     install(tmp / "bin")
+    base = ("server=vllm", "provider=openai_compatible", "agent.max_steps=3", "limit=2")
     return subprocess.run(
-        [sys.executable, str(SCRIPT), *args, *BASE, f"tracking.uri=sqlite:///{tmp / 'mlflow.db'}"],
+        [sys.executable, str(SCRIPT), *args, *base, f"tracking.uri=sqlite:///{tmp / 'mlflow.db'}"],
         cwd=tmp,
         env=_env(tmp, **extra),
         capture_output=True,
@@ -52,18 +45,19 @@ def _run(tmp: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str
     )
 
 
-def _evaluate(tmp: Path, monkeypatch: pytest.MonkeyPatch, run_dir: Path, *args: str, **extra: str) -> Summary:
-    """The job `_run(tmp, *args)` runs, in this process, into `run_dir`, with `_run`'s environment."""
+def _job(tmp: Path, folder: Path, *args: str, **extra: str) -> tuple[Ended, str]:
+    """`_run(tmp, *args)`'s job in-process into `folder`: its end and what it printed."""
+    import contextlib
+    import io
+
     install(tmp / "bin")
-    for name in [name for name in os.environ if name.startswith(("MLFLOW_", "GIANT_", "HYDRA_", "FAKE_"))]:
-        monkeypatch.delenv(name)
-    for name, value in _env(tmp, **extra).items():
-        monkeypatch.setenv(name, value)
-    summary = giant.evaluate(
-        [*args, *BASE, f"tracking.uri=sqlite:///{tmp / 'mlflow.db'}"], output_dir=run_dir
-    )
-    assert summary is not None
-    return summary
+    base = ("server=vllm", "provider=openai_compatible", "agent.max_steps=3", "limit=2")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        end = Env(tmp, _env(tmp, **extra)).ended(
+            folder, *args, *base, f"tracking.uri=sqlite:///{tmp / 'mlflow.db'}"
+        )
+    return end, printed.getvalue()
 
 
 def _started(tmp: Path) -> list[int]:
@@ -78,6 +72,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.subprocess_job
 def test_a_sweep_serves_each_model_in_its_job_and_stops_it(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     proc = _run(tmp_path, "-m", f"provider.model={','.join(MODELS)}", f"hydra.sweep.dir={sweep}")
@@ -94,26 +89,22 @@ def test_a_sweep_serves_each_model_in_its_job_and_stops_it(tmp_path: Path) -> No
         assert resolved["provider"]["base_url"].startswith("http://127.0.0.1:")
 
 
-def test_gpu_price_makes_the_cost(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_gpu_price_makes_the_cost(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    model = f"provider.model={MODELS[0]}"
-    totals = _evaluate(
-        tmp_path, monkeypatch, run_dir, model, "provider.gpu_hour_usd=3.6", "provider.gpus=2"
-    ).totals
-    assert totals.cost_usd == totals.gpu_cost_usd == pytest.approx(totals.active_s * 2 * 3.6 / 3600)
-    said = capsys.readouterr().out.splitlines()[-1]  # the summary line
-    assert f"-> {run_dir}" in said and "$" in said and "unknown" not in said
+    end, out = _job(
+        tmp_path, run_dir, f"provider.model={MODELS[0]}", "provider.gpu_hour_usd=3.6", "provider.gpus=2"
+    )
+    assert end.code == 0, end
+    totals = json.loads((run_dir / "summary.json").read_text())["totals"]
+    assert totals["cost_usd"] == totals["gpu_cost_usd"] == pytest.approx(totals["active_s"] * 2 * 3.6 / 3600)
+    assert "$" in out and "unknown" not in out.splitlines()[-1]
 
 
-def test_a_job_that_fails_after_the_start_stops_its_server(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    with pytest.raises(ConfigError, match="--limit-mm-per-prompt"):  # the preflight stops it
-        _evaluate(
-            tmp_path, monkeypatch, tmp_path / "run", f"provider.model={MODELS[0]}", FAKE_VLLM_IMAGE_LIMIT="1"
-        )
+def test_a_job_that_fails_after_the_start_stops_its_server(tmp_path: Path) -> None:
+    end, _ = _job(  # the preflight stops it
+        tmp_path, tmp_path / "run", f"provider.model={MODELS[0]}", FAKE_VLLM_IMAGE_LIMIT="1"
+    )
+    assert end.code == 2 and "--limit-mm-per-prompt" in (end.line or "")
     [pid] = _started(tmp_path)
     assert not _alive(pid)
 
@@ -122,14 +113,13 @@ def test_a_job_that_fails_after_the_start_stops_its_server(
     ("mode", "said"),
     [("silent", "no answer from http://127.0.0.1:"), ("crash", "exited with code 1 before answering")],
 )
-def test_a_server_that_never_answers_is_one_line_naming_its_log(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, said: str
-) -> None:
+def test_a_server_that_never_answers_is_one_line_naming_its_log(tmp_path: Path, mode: str, said: str) -> None:
     run_dir = tmp_path / "run"
-    args = (f"provider.model={MODELS[0]}", "server.startup_timeout_s=3")
-    with pytest.raises(ConfigError) as err:
-        _evaluate(tmp_path, monkeypatch, run_dir, *args, FAKE_VLLM_MODE=mode)
-    [line] = str(err.value).splitlines()
+    end, _ = _job(
+        tmp_path, run_dir, f"provider.model={MODELS[0]}", "server.startup_timeout_s=3", FAKE_VLLM_MODE=mode
+    )
+    assert end.code == 2
+    [line] = (end.line or "").splitlines()
     assert said in line and line.endswith(f"see {run_dir / 'server.log'}")
     [pid] = _started(tmp_path)
     assert not _alive(pid)

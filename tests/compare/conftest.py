@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from giant.tracking.names import JOB_ROLE, ROLE_TAG, tag_filter
-from tests.cli.test_run_eval import ROOT, Env
+from tests.helpers.cli import ROOT, Env
 
 COMPARE = ROOT / "scripts" / "compare.py"
 

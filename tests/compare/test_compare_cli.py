@@ -52,6 +52,7 @@ def _check_numbers(sweep: Sweep, out: Path) -> None:
             assert (out / flip[side]).is_file(), flip[side]
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_two_job_folders(sweep: Sweep, compared: Compared) -> None:
     out, proc = compared.out, compared.proc
@@ -79,6 +80,7 @@ def test_two_job_folders(sweep: Sweep, compared: Compared) -> None:
     assert {"comparison/comparison.md", "comparison/comparison.html", "comparison/trajectories"} <= names
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_run_ids_read_the_trajectories_from_mlflow(sweep: Sweep, tmp_path: Path) -> None:
     """With the job folders gone, everything comes from the runs' artifacts."""
@@ -92,6 +94,7 @@ def test_run_ids_read_the_trajectories_from_mlflow(sweep: Sweep, tmp_path: Path)
         moved.rename(sweep.folder)
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_second_comparison_into_the_same_folder_replaces_the_first(sweep: Sweep, tmp_path: Path) -> None:
     """Its flipped items' trajectories are this comparison's only, and it says it replaced one."""
@@ -110,6 +113,7 @@ def sweep_with(sweep: Sweep, moved: Path) -> Sweep:
     return Sweep(sweep.cli, moved, sweep.sweep_id, jobs, sweep.run_ids)
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_sweep_id_with_filter(sweep: Sweep, tmp_path: Path) -> None:
     out = tmp_path / "cmp"
@@ -143,6 +147,7 @@ def test_bad_command_line(capsys: pytest.CaptureFixture[str], args: list[str], m
     assert _exit_line(capsys, *args).startswith(message)
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_unknown_run_id(sweep: Sweep, capsys: pytest.CaptureFixture[str]) -> None:
     line = _exit_line(capsys, "0" * 32, sweep.run_ids[0], "--tracking-uri", sweep.cli.uri)

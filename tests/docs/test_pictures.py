@@ -66,6 +66,7 @@ def screenshot(page: Any, path: Path) -> None:
         shot.convert("RGB").quantize(256).save(path, optimize=True)
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_the_run_report_picture(browser: Any, job: JobLayout, tmp_path: Path) -> None:
     records = read_results(job.results)
@@ -79,6 +80,7 @@ def test_the_run_report_picture(browser: Any, job: JobLayout, tmp_path: Path) ->
     assert path.stat().st_size > 20_000
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_the_trajectory_picture(browser: Any, job: JobLayout, tmp_path: Path) -> None:
     record = max(read_results(job.results), key=lambda r: r.crops)

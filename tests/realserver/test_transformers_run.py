@@ -38,6 +38,7 @@ def run(tmp: Path, server: Server, model: Path, folder: Path) -> Summary:
     return summary
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_demo_run_measures_every_item_and_its_rerun_sends_nothing(
     tserve: Server,

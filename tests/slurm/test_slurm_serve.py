@@ -43,6 +43,7 @@ def running(pid: int) -> bool:
     return state != "Z" and ("fake_vllm" in cmdline or WORKER in cmdline)
 
 
+@pytest.mark.subprocess_job
 def test_a_sweep_over_two_open_models_serves_each_in_its_own_job(slurm: SlurmStack, report: Report) -> None:
     here = slurm.tmp / "serve_fake"  # beside the sweep folder, not in it
     install(here / "bin")

@@ -48,6 +48,7 @@ def requeues(sweep_dir: Path) -> int:
     return sum(line.startswith("submitit INFO") and " - Requeued job " in line for line in lines)
 
 
+@pytest.mark.subprocess_job
 def test_every_slurm_job_finishes_its_child_run_under_the_parent(slurm: SlurmStack, report: Report) -> None:
     started = time.monotonic()
     sweep_dir = slurm.sweep(
@@ -125,6 +126,7 @@ def release_before_a_check(slurm: SlurmStack, sweep: Future[Path]) -> float:
     return lead
 
 
+@pytest.mark.subprocess_job
 def test_a_job_past_its_time_limit_is_requeued_and_completes_every_item_once(
     slurm: SlurmStack, report: Report
 ) -> None:

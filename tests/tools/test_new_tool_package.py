@@ -160,6 +160,7 @@ def _job(folder: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     return result, trajectory, json.loads((folder / "resolved_config.json").read_text())
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_tool_added_as_a_package_and_a_yaml_file_runs_through_the_cli(repo: Path) -> None:
     # --cfg job shows the new tool's settings, read from its file

@@ -15,7 +15,7 @@ from giant.data.defects import Defect
 from giant.record.logged import read_logged
 from giant.record.summary import Bootstrap, Magnification, NavigationSummary, Provenance, Summary, Totals
 from giant.tracking.mlflow_logger import JobRun
-from tests.cli.test_run_eval import Env
+from tests.helpers.cli import Env
 
 
 def _boot(base: float) -> Bootstrap:
@@ -308,6 +308,7 @@ DEMO_NAMES = {
 }
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_demo_job_through_the_cli_logs_the_pinned_names(tmp_path: Path) -> None:
     drop = ("MLFLOW_", "GIANT_", "HYDRA_", "OPENAI_", "ANTHROPIC_")

@@ -140,6 +140,7 @@ def _address(ui: Ui, start: str) -> str:
     return line.rsplit(": ", 1)[1]
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_the_sweep_ends_with_its_result(sweep: Sweep) -> None:
     out = sweep.stdout
@@ -166,6 +167,7 @@ def test_the_sweep_ends_with_its_result(sweep: Sweep) -> None:
     assert {PLOT, "table1.md", "table1.csv"} <= logged
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_reports_are_not_children_of_the_sweep(sweep: Sweep) -> None:
     proc = subprocess.run(
@@ -184,6 +186,7 @@ def test_reports_are_not_children_of_the_sweep(sweep: Sweep) -> None:
     assert run.data.tags[SWEEP_ID_TAG] == sweep.sweep_id and PARENT_TAG not in run.data.tags
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_make_ui_prints_its_addresses_once_the_ui_answers(ui: Ui, sweep: Sweep) -> None:
     text = "\n".join(ui.printed)
@@ -192,6 +195,7 @@ def test_make_ui_prints_its_addresses_once_the_ui_answers(ui: Ui, sweep: Sweep) 
     assert f"viewStateShareKey={sweep.sweep_id}" in _address(ui, "newest sweep")
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_the_sweep_view_opens_on_its_jobs(browser: Any, ui: Ui, sweep: Sweep, tmp_path: Path) -> None:
     with open_page(browser, _address(ui, "newest sweep"), **VIEWPORT) as opened:
@@ -215,6 +219,7 @@ def test_the_sweep_view_opens_on_its_jobs(browser: Any, ui: Ui, sweep: Sweep, tm
     assert f"sweep {sweep.sweep_dir.name}" not in body
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_the_sweep_view_charts_the_metric_against_the_step_limit(
     browser: Any, ui: Ui, sweep: Sweep, tmp_path: Path
@@ -240,6 +245,7 @@ def _close_assistant(page: Any) -> None:
         page.wait_for_timeout(500)
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_the_metric_is_in_view_at_1366x768_in_a_fresh_profile(
     browser: Any, ui: Ui, sweep: Sweep, tmp_path: Path

@@ -23,7 +23,7 @@ from mlflow.tracking import MlflowClient
 
 import giant
 from giant.errors import EXIT_UNTRACKED
-from tests.cli.test_run_eval import ROOT, SCRIPT, TIMEOUT
+from tests.helpers.cli import ROOT, SCRIPT, TIMEOUT
 from tests.slurm.mlflow_server import MlflowServer
 
 # The real CLI, whose job kills the tracking server once its job folder is written (giant.job's
@@ -89,6 +89,7 @@ def _job_runs(uri: str) -> list:
     return client.search_runs([experiment.experiment_id]) if experiment else []
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_server_gone_at_the_jobs_end_is_one_line_exit_6_and_the_rerun_logs_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -145,6 +146,7 @@ def test_a_server_gone_at_the_jobs_end_is_one_line_exit_6_and_the_rerun_logs_it(
     assert runs[0].data.tags["status"] == "complete" and "metric_boot_mean" in runs[0].data.metrics
 
 
+@pytest.mark.subprocess_job
 def test_ctrl_c_while_waiting_for_the_server_ends_the_job_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
