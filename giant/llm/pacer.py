@@ -15,15 +15,22 @@ Where the limits come from, per kind (requests, tokens, input tokens, output tok
   When a setting and a header disagree the lower limit wins: the server's number cannot be exceeded
   and a lower setting is the user's choice. `remaining` below one second's worth moves the bucket's
   debt to what the server says is left.
-While no limit is known (no setting, no header yet) the pacer starts slowly: one request alone,
-then one more in flight for each reply (a lane waits at most PROBE_WAIT_S for room), so a run
-against unknown limits learns them before its lanes start at once; the first limit known, from a
-header or a 429's quota details (Gemini's QuotaFailure), ends the slow start. A 429 that names no
-limit halves the requests in flight instead.
+Requests are spaced at the limit's rate less SAFETY (2%): a server with a one-second quantum refuses
+a request that arrives a hair early, and the spacing must absorb the jitter of two processes (the
+event loop's wake-up, the SDK's work before the bytes leave, the server's). The pacer holds no
+margin beyond that: a 429 costs a pause, a wider margin costs every request.
+
+The first request of a run goes alone (a lane waits at most PROBE_WAIT_S for its reply): its reply
+names the limits, and it pays the cold start (the SDK's first request, the first connection) that
+would otherwise bring the second request to the server less than a spacing after it. Once a limit
+is known (a setting, a header, a 429's quota details such as Gemini's QuotaFailure) the first answer
+lets every lane go, paced; while none is known the pacer starts slowly, one more request in flight
+for each answer, and a 429 that names no limit halves the requests in flight.
 
 A 429 (`throttled`) pauses every lane until the reset the server named (Retry-After, Gemini's
-RetryInfo, the exhausted bucket's reset header) or, when it names none, a backoff that doubles with
-each 429 in a row. The clock and the sleep are injected, so the tests drive it without waiting.
+RetryInfo, the exhausted bucket's reset header), to the millisecond it names, or, when it names
+none, a backoff that doubles with each 429 in a row; after it the lanes go one spacing apart, not
+all at once. The clock and the sleep are injected, so the tests drive it without waiting.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -42,29 +50,33 @@ from giant.llm.ratelimit_headers import read_limits
 Kind = Literal["requests", "tokens", "input_tokens", "output_tokens"]
 KINDS: tuple[Kind, ...] = ("requests", "tokens", "input_tokens", "output_tokens")
 
+_LEAVING: ContextVar[Mapping[str, float] | None] = ContextVar("giant_pacer_leaving", default=None)
 BURST_S = 1.0  # a bucket holds at most this many seconds of its limit: a second's worth, never a minute's
-SAFETY = 0.95  # pace a little under the limit, so the network's jitter does not bunch two requests
-PROBE_WAIT_S = 30.0  # the longest the other lanes wait for the first reply's headers
+SAFETY = 0.98  # pace this share of the limit: the jitter between two processes (see above)
+# A 429 at a known limit means requests reached the server closer together than they left: that
+# machine's jitter needs more room, 2% of the limit a 429 (down to HEADROOM_MIN), taken back 0.04%
+# an answer, so that about one request in fifty is refused (each costs one spacing, a wider margin
+# costs every request).
+HEADROOM_CUT = 0.02
+HEADROOM_STEP = 0.0004
+HEADROOM_MIN = 0.85
+PROBE_WAIT_S = 30.0  # the longest the other lanes wait for the first reply
 BACKOFF_FIRST_S = 1.0  # a 429 that names no reset pauses 1 s, then 2, 4, ... up to BACKOFF_MAX_S
 BACKOFF_MAX_S = 60.0
-# A 429 while the limit is known means the requests reached the server closer together than they
-# left (the network's and the machine's jitter): the pacer leaves more room, 3% a 429, down to 80% of
-# the limit, and takes it back slowly, 0.1% an answer, up to SAFETY.
-HEADROOM_CUT = 0.97
-HEADROOM_MIN = 0.80
-HEADROOM_STEP = 0.001
 
 
 @dataclass
 class Bucket:
     """One limit: `setting` (per minute, from the config) and `server` (per minute, from the headers);
-    `tat` is when the bucket is full again (its debt is `tat - now` seconds)."""
+    `tat` is when the bucket is full again (its debt is `tat - now` seconds), by the turns booked;
+    `sent` the same by when the requests actually left (`ready`)."""
 
     setting: float | None = None
     server: float | None = None
     tat: float = 0.0
-    booked: deque[tuple[float, float]] = field(default_factory=deque)  # (start, units) of the last second
+    sent: float = 0.0
     headroom: float = SAFETY  # the share of the limit paced at (less after 429s, see HEADROOM_CUT)
+    booked: deque[tuple[float, float]] = field(default_factory=deque)  # (start, units) of the last second
 
     @property
     def per_minute(self) -> float | None:
@@ -116,6 +128,23 @@ class Bucket:
         if rate is not None:
             self.tat = at + max(0.0, BURST_S - 1.0 / rate)
 
+    def _gap(self, units: float) -> float:
+        """The seconds `units` take at the rate between the paced one and the limit (half the margin)."""
+        per_minute = self.per_minute
+        return units / (per_minute / 60.0 * (1.0 + self.headroom) / 2.0) if per_minute and units > 0 else 0.0
+
+    def ready(self, units: float) -> float:
+        """When `units` may leave, judged by when the requests before them left: a lane that left
+        late (its event loop busy with another reply) holds the next, which would otherwise follow it
+        closer than the limit allows; half the margin absorbs small delays, so they do not add up."""
+        gap = self._gap(units)
+        return self.sent - max(0.0, BURST_S - gap) if gap else 0.0
+
+    def leaves(self, units: float, at: float) -> None:
+        gap = self._gap(units)
+        if gap:
+            self.sent = max(self.sent, at) + gap
+
     def left(self, remaining: float, now: float) -> None:
         """The server says `remaining` units are left now: a debt of at least what that means."""
         rate = self.rate
@@ -151,7 +180,6 @@ class Pacer:
         tpm: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        probe: bool = True,
     ) -> None:
         self.buckets: dict[Kind, Bucket] = {kind: Bucket() for kind in KINDS}
         self.buckets["requests"].setting = rpm
@@ -163,8 +191,9 @@ class Pacer:
         self._streak = 0  # 429s in a row, for the backoff when the server names no reset
         self._epoch = 0  # bumped by each 429: the lanes waiting book their turns again
         self._hint: float | None = None  # the reset a 429's headers named, in seconds from then
-        # Requests allowed in flight while the limits are unknown (slow start); inf once one is known.
-        self._window = 1.0 if probe and not (rpm or tpm) else math.inf
+        # Requests allowed in flight: the first alone, then (slow start) one more per answer until a
+        # limit is known and an answer is in; inf from then on.
+        self._window = 1.0
         self._in_flight = 0
         self._room: asyncio.Condition | None = None
         self._wakers: set[asyncio.Future[None]] = set()  # notifications in flight, kept from the GC
@@ -182,9 +211,10 @@ class Pacer:
             bucket.debit(units.get(kind, 0.0), start)
         return start
 
-    async def acquire(self, cost: Mapping[Kind, float]) -> None:
+    async def acquire(self, cost: Mapping[Kind, float], *, hooked: bool = False) -> None:
         """Wait for this request's turn (and for any pause a 429 started meanwhile). Every acquire is
-        followed by one `finished` when its reply (or failure) is in."""
+        followed by one `finished` when its reply (or failure) is in. `hooked`: the HTTP client
+        calls `depart` itself, as the request leaves."""
         entered = self.clock()
         await self._enter()
         epoch = self._epoch
@@ -198,6 +228,32 @@ class Pacer:
                 break
             await self.sleep(wait)
         self.stats.requests += 1
+        self.stats.waited_s += self.clock() - entered
+        units = {"requests": 1.0, **cost}
+        if hooked:
+            _LEAVING.set(units)  # the HTTP client's request hook calls `depart` as the bytes leave
+        else:
+            await self.depart(units)
+
+    async def depart(self, units: Mapping[str, float] | None = None) -> None:
+        """The last check, as the request leaves (the HTTP client's request hook, where it has one,
+        after the SDK's own work): never closer to the requests before it than the limits allow,
+        judged by when they left (Bucket.ready). `units` None: those `acquire` left for this task."""
+        if units is None:
+            units = _LEAVING.get()
+            _LEAVING.set(None)
+            if units is None:  # a request the pacer does not pace (a batch's)
+                return
+        entered = self.clock()
+        while True:
+            now = self.clock()
+            ready = max(bucket.ready(units.get(kind, 0.0)) for kind, bucket in self.buckets.items())
+            wait = max(ready, self.paused_until) - now
+            if wait <= 0:
+                break
+            await self.sleep(wait)
+        for kind, bucket in self.buckets.items():
+            bucket.leaves(units.get(kind, 0.0), now)
         self.stats.waited_s += self.clock() - entered
 
     async def _enter(self) -> None:
@@ -214,15 +270,15 @@ class Pacer:
         self._in_flight += 1
 
     def finished(self, ok: bool) -> None:
-        """A request's reply (or failure) is in: while the limits are unknown an answer makes room
-        for one more request in flight."""
+        """A request's reply (or failure) is in: an answer lets every lane go when a limit is known,
+        else makes room for one more request in flight."""
         self._in_flight = max(0, self._in_flight - 1)
         if ok and math.isfinite(self._window):
-            self._window += 1
+            self._window = math.inf if self.limits() else self._window + 1
         self._wake()
 
     def known(self) -> None:
-        """A limit is known: the pacer spaces every lane by it, no slow start any more."""
+        """Stop holding lanes back: every lane is spaced by the limits from now on."""
         self._window = math.inf
         self._wake()
 
@@ -253,8 +309,6 @@ class Pacer:
             self._streak = 0
 
     def _apply(self, per_minute: Mapping[str, float], now: float) -> None:
-        if per_minute:
-            self.known()
         for kind, limit in per_minute.items():
             bucket = self.buckets[kind]  # type: ignore[index]
             if bucket.server != limit:
@@ -266,13 +320,13 @@ class Pacer:
         `limits` are per-minute limits the 429 named (Gemini's QuotaFailure); a 429 that names none
         while the limits are unknown halves the requests in flight. The pause's length is returned."""
         self.stats.throttled += 1
+        for bucket in self.buckets.values():
+            if bucket.per_minute:  # known before this 429: the jitter needs more room
+                bucket.headroom = max(HEADROOM_MIN, bucket.headroom - HEADROOM_CUT)
         if limits:
             self._apply(limits, self.clock())
         elif math.isfinite(self._window):
             self._window = max(1.0, self._window / 2)
-        for bucket in self.buckets.values():
-            if bucket.per_minute:
-                bucket.headroom = max(HEADROOM_MIN, bucket.headroom * HEADROOM_CUT)
         self._streak += 1
         named = asked_s if asked_s is not None else self._hint
         self._hint = None
