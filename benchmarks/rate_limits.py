@@ -47,9 +47,9 @@ PROMPT = Conversation(
 
 
 def tokens_per_call(style: Style) -> int:
-    """What the server counts against a tokens limit per call (Anthropic: input only)."""
+    """What the server counts against a tokens limit per call (Anthropic's and Gemini's: input only)."""
     inputs = estimate_tokens(PROMPT)
-    return inputs if style == "anthropic" else inputs + OUTPUT_CAP
+    return inputs + OUTPUT_CAP if style == "openai" else inputs
 
 
 async def campaign(
@@ -99,6 +99,7 @@ def main() -> None:
     parser.add_argument("--limit", type=float, default=240, help="requests per minute the server allows")
     parser.add_argument("--styles", default="openai,anthropic,gemini")
     parser.add_argument("--kinds", default="requests,tokens")
+    parser.add_argument("--settings", default="unset,set", help="provider.rpm/tpm unset, set, or both")
     args = parser.parse_args()
     for style in args.styles.split(","):
         os.environ.setdefault(KEYS[style], "loopback-key")
@@ -110,7 +111,7 @@ def main() -> None:
     for style in args.styles.split(","):
         for kind in args.kinds.split(","):
             tpm = args.limit * tokens_per_call(style)  # the same calls per second, as tokens
-            for configured in (False, True):
+            for configured in [choice == "set" for choice in args.settings.split(",")]:
                 server_limits = {"rpm": args.limit} if kind == "requests" else {"tpm": tpm}
                 settings = server_limits if configured else {}
                 api = RateLimitedAPI(style, latency_s=args.latency, **server_limits)  # type: ignore[arg-type]

@@ -15,10 +15,13 @@ Where the limits come from, per kind (requests, tokens, input tokens, output tok
   When a setting and a header disagree the lower limit wins: the server's number cannot be exceeded
   and a lower setting is the user's choice. `remaining` below one second's worth moves the bucket's
   debt to what the server says is left.
-Requests are spaced at the limit's rate less SAFETY (2%): a server with a one-second quantum refuses
-a request that arrives a hair early, and the spacing must absorb the jitter of two processes (the
-event loop's wake-up, the SDK's work before the bytes leave, the server's). The pacer holds no
-margin beyond that: a 429 costs a pause, a wider margin costs every request.
+Requests are booked at SAFETY (98%) of the limit: a server with a one-second quantum refuses a
+request that arrives a hair early, and the spacing must absorb the jitter between two processes (the
+event loop's wake-up, the SDK's work, the server's). As a request leaves (`depart`: in the HTTP
+client's request hook where the SDK has one, after the SDK's own work) it is held until it is at
+least half that margin behind the one before by when that one actually left, so a lane that left
+late does not bring the next to the server too early. Only 429s at a known limit widen the margin
+(HEADROOM_CUT): each costs one spacing, a wider margin costs every request.
 
 The first request of a run goes alone (a lane waits at most PROBE_WAIT_S for its reply): its reply
 names the limits, and it pays the cold start (the SDK's first request, the first connection) that
@@ -50,13 +53,12 @@ from giant.llm.ratelimit_headers import read_limits
 Kind = Literal["requests", "tokens", "input_tokens", "output_tokens"]
 KINDS: tuple[Kind, ...] = ("requests", "tokens", "input_tokens", "output_tokens")
 
-_LEAVING: ContextVar[Mapping[str, float] | None] = ContextVar("giant_pacer_leaving", default=None)
+_LEAVING: ContextVar[Mapping[Kind, float] | None] = ContextVar("giant_pacer_leaving", default=None)
 BURST_S = 1.0  # a bucket holds at most this many seconds of its limit: a second's worth, never a minute's
-SAFETY = 0.98  # pace this share of the limit: the jitter between two processes (see above)
+SAFETY = 0.98  # book this share of the limit: the jitter between two processes (see above)
 # A 429 at a known limit means requests reached the server closer together than they left: that
 # machine's jitter needs more room, 2% of the limit a 429 (down to HEADROOM_MIN), taken back 0.04%
-# an answer, so that about one request in fifty is refused (each costs one spacing, a wider margin
-# costs every request).
+# an answer, so that about one request in fifty is refused.
 HEADROOM_CUT = 0.02
 HEADROOM_STEP = 0.0004
 HEADROOM_MIN = 0.85
@@ -229,13 +231,13 @@ class Pacer:
             await self.sleep(wait)
         self.stats.requests += 1
         self.stats.waited_s += self.clock() - entered
-        units = {"requests": 1.0, **cost}
+        units: dict[Kind, float] = {"requests": 1.0, **cost}
         if hooked:
             _LEAVING.set(units)  # the HTTP client's request hook calls `depart` as the bytes leave
         else:
             await self.depart(units)
 
-    async def depart(self, units: Mapping[str, float] | None = None) -> None:
+    async def depart(self, units: Mapping[Kind, float] | None = None) -> None:
         """The last check, as the request leaves (the HTTP client's request hook, where it has one,
         after the SDK's own work): never closer to the requests before it than the limits allow,
         judged by when they left (Bucket.ready). `units` None: those `acquire` left for this task."""
