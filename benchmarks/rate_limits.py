@@ -5,7 +5,8 @@ lanes through giant's real providers and SDKs (openai, anthropic, gemini) agains
 tests/llm/ratelimit_server.py, which answers after `--latency` seconds and enforces a requests- or a
 tokens-per-minute limit with a one-second quantum, sending each provider's own rate-limit headers (or,
 for Gemini, only a 429's QuotaFailure and RetryInfo). Each scenario runs twice: `provider.rpm`/`tpm`
-unset (the pacer learns the limit from the server) and set to the server's limit. The server runs in a
+unset (the pacer learns the limit from the server) and set to the server's limit (`--settings`
+picks one). The server runs in a
 process of its own, as a provider's does.
 
 The bound is max((calls - burst) / rate + latency, ceil(item-runs / concurrency) x calls x latency),
@@ -124,7 +125,8 @@ def main() -> None:
                     f"{style:9s} {kind:8s} {'set' if configured else 'unset':5s} "
                     f"answered={finished}/{args.item_runs} makespan_s={makespan:.1f} "
                     f"ratio={makespan / bound_s(args, rate):.3f} share_429={api.refused / max(1, sent):.3f} "
-                    f"paid={api.answered} needed={needed}"
+                    f"paid={api.answered} needed={needed}",
+                    flush=True,
                 )
 
 

@@ -51,7 +51,7 @@ class PilotTime(BaseModel):
     own_s_per_call: float  # giant's own time per call: an item-run's own time over its calls, less latency
     limits: dict[str, float]  # per minute, by kind, that the forecast paces by
     paused_s: float  # the pilot's 429 pauses, counted once
-    start_s: float  # the pacer's slow start, while no limit is known
+    start_s: float  # the pacer's slow start: the first request alone, then the window while no limit is known
     requests: int  # the pilot's requests, 429s included
     requests_429: int
     forecast_s: float

@@ -3,9 +3,9 @@
 Providers enforce a per-minute limit over much shorter periods (OpenAI: 60,000 RPM may be enforced as
 1,000 per second), so a bucket that lets a whole minute's budget out at once gets most of it answered
 429. Each limit here is a GCRA bucket (a "virtual scheduling" token bucket) holding at most one
-second's worth (`BURST_S`): a request may start when the bucket's debt after it stays within that
-second, so lanes are spaced at the limit's rate, never bunched; and no second (any window of
-BURST_S) holds more than one second's worth, so a server that counts by the second is never
+second's worth (`BURST_S`): a request is booked when the bucket's debt after it stays within that
+second, so lanes are spaced at the limit's rate, never bunched; and, by what actually left, no
+second holds more than one second's worth, so a server that counts by the second is never
 surprised either (a request larger than that goes alone).
 
 Where the limits come from, per kind (requests, tokens, input tokens, output tokens):
@@ -15,25 +15,21 @@ Where the limits come from, per kind (requests, tokens, input tokens, output tok
   When a setting and a header disagree the lower limit wins: the server's number cannot be exceeded
   and a lower setting is the user's choice. `remaining` below one second's worth moves the bucket's
   debt to what the server says is left.
-Requests are booked at SAFETY (98%) of the limit: a server with a one-second quantum refuses a
-request that arrives a hair early, and the spacing must absorb the jitter between two processes (the
-event loop's wake-up, the SDK's work, the server's). As a request leaves (`depart`: in the HTTP
-client's request hook where the SDK has one, after the SDK's own work) it is held until it is at
-least half that margin behind the one before by when that one actually left, so a lane that left
-late does not bring the next to the server too early. Only 429s at a known limit widen the margin
-(HEADROOM_CUT): each costs one spacing, a wider margin costs every request.
+Requests are booked at SAFETY (98%) of the limit, a margin for the jitter (event loop, SDK, server)
+that a one-second quantum would refuse; only 429s at a known limit widen it (HEADROOM_CUT): each
+costs one spacing, a wider margin every request. As a request leaves
+(`depart`: the HTTP client's request hook where the SDK has one) no window of a second, stretched
+by half the margin, may hold more than a second's worth of what actually left: a lane that left
+late does not bring the next to the server too early.
 
-The first request of a run goes alone (a lane waits at most PROBE_WAIT_S for its reply): its reply
-names the limits, and it pays the cold start (the SDK's first request, the first connection) that
-would otherwise bring the second request to the server less than a spacing after it. Once a limit
-is known (a setting, a header, a 429's quota details such as Gemini's QuotaFailure) the first answer
-lets every lane go, paced; while none is known the pacer starts slowly, one more request in flight
-for each answer, and a 429 that names no limit halves the requests in flight.
+The first request goes alone (the others wait at most PROBE_WAIT_S): its reply names the limits and
+it pays the cold start (the SDK's first call, the first connection). Then, with a limit known (a
+setting, a header, a 429's quota such as Gemini's QuotaFailure), every lane goes, paced; with none,
+one more request in flight per answer, halved by a 429 that names no limit.
 
 A 429 (`throttled`) pauses every lane until the reset the server named (Retry-After, Gemini's
-RetryInfo, the exhausted bucket's reset header), to the millisecond it names, or, when it names
-none, a backoff that doubles with each 429 in a row; after it the lanes go one spacing apart, not
-all at once. The clock and the sleep are injected, so the tests drive it without waiting.
+RetryInfo, the exhausted bucket's reset header), to the millisecond, or a backoff doubling with each
+429 in a row; then the lanes go one spacing apart. Clock and sleep are injected for the tests.
 """
 
 from __future__ import annotations
@@ -56,9 +52,7 @@ KINDS: tuple[Kind, ...] = ("requests", "tokens", "input_tokens", "output_tokens"
 _LEAVING: ContextVar[Mapping[Kind, float] | None] = ContextVar("giant_pacer_leaving", default=None)
 BURST_S = 1.0  # a bucket holds at most this many seconds of its limit: a second's worth, never a minute's
 SAFETY = 0.98  # book this share of the limit: the jitter between two processes (see above)
-# A 429 at a known limit means requests reached the server closer together than they left: that
-# machine's jitter needs more room, 2% of the limit a 429 (down to HEADROOM_MIN), taken back 0.04%
-# an answer, so that about one request in fifty is refused.
+# A 429 at a known limit: 2% more room (down to HEADROOM_MIN), 0.04% back an answer (one in fifty refused)
 HEADROOM_CUT = 0.02
 HEADROOM_STEP = 0.0004
 HEADROOM_MIN = 0.85
@@ -70,15 +64,14 @@ BACKOFF_MAX_S = 60.0
 @dataclass
 class Bucket:
     """One limit: `setting` (per minute, from the config) and `server` (per minute, from the headers);
-    `tat` is when the bucket is full again (its debt is `tat - now` seconds), by the turns booked;
-    `sent` the same by when the requests actually left (`ready`)."""
+    `tat` is when the bucket is full again by the turns booked (its debt is `tat - now` seconds);
+    `gone` is what left in the last window, and when (`ready`)."""
 
     setting: float | None = None
     server: float | None = None
     tat: float = 0.0
-    sent: float = 0.0
     headroom: float = SAFETY  # the share of the limit paced at (less after 429s, see HEADROOM_CUT)
-    booked: deque[tuple[float, float]] = field(default_factory=deque)  # (start, units) of the last second
+    gone: deque[tuple[float, float]] = field(default_factory=deque)  # (left at, units)
 
     @property
     def per_minute(self) -> float | None:
@@ -92,30 +85,17 @@ class Bucket:
         return per_minute / 60.0 * self.headroom if per_minute else None
 
     def start(self, units: float, now: float) -> float:
-        """When `units` may go: when the debt after them is within one second (a request larger
-        than a second's worth goes alone, once the bucket is full)."""
+        """When `units` may be booked: when the debt after them is within one second (a request
+        larger than a second's worth goes alone, once the bucket is full)."""
         rate = self.rate
         if rate is None or units <= 0:
             return now
-        cost = units / rate
-        start = max(now, self.tat - max(0.0, BURST_S - cost))
-        while self.booked and self.booked[0][0] <= now - BURST_S:
-            self.booked.popleft()
-        capacity = (self.per_minute or 0.0) / 60.0 * BURST_S  # the server's own second, not SAFETY's
-        in_window = [(at, n) for at, n in self.booked if at > start - BURST_S]
-        total = sum(n for _, n in in_window)
-        for at, n in in_window:  # the oldest leave the window until this request fits
-            if total + units <= capacity or (not total and units > capacity):
-                break
-            start = max(start, at + BURST_S)
-            total -= n
-        return start
+        return max(now, self.tat - max(0.0, BURST_S - units / rate))
 
     def debit(self, units: float, at: float) -> None:
         rate = self.rate
         if rate is not None and units:
             self.tat = max(self.tat, at) + units / rate
-            self.booked.append((at, units))
 
     def credit(self, units: float) -> None:
         """Units debited but not used (an estimate corrected by the reply); never below empty."""
@@ -124,28 +104,34 @@ class Bucket:
             self.tat -= units / rate
 
     def restart(self, at: float) -> None:
-        """After a 429's pause: the booked turns dropped, the bucket holding one unit at `at`."""
+        """After a 429's pause: the bucket holding one unit at `at`."""
         rate = self.rate
-        self.booked.clear()
         if rate is not None:
             self.tat = at + max(0.0, BURST_S - 1.0 / rate)
 
-    def _gap(self, units: float) -> float:
-        """The seconds `units` take at the rate between the paced one and the limit (half the margin)."""
+    def ready(self, units: float, now: float) -> float:
+        """When `units` may leave, judged by what actually left: no window of a second, stretched by
+        half the margin, holds more than the limit's second's worth (a request larger than that goes
+        alone). A server that counts by the second is not surprised, and a lane that left late (its
+        event loop busy with another reply) holds the next, which would otherwise follow it closer
+        than the limit allows."""
         per_minute = self.per_minute
-        return units / (per_minute / 60.0 * (1.0 + self.headroom) / 2.0) if per_minute and units > 0 else 0.0
-
-    def ready(self, units: float) -> float:
-        """When `units` may leave, judged by when the requests before them left: a lane that left
-        late (its event loop busy with another reply) holds the next, which would otherwise follow it
-        closer than the limit allows; half the margin absorbs small delays, so they do not add up."""
-        gap = self._gap(units)
-        return self.sent - max(0.0, BURST_S - gap) if gap else 0.0
+        if not per_minute or units <= 0:
+            return now
+        window = BURST_S * 2.0 / (1.0 + self.headroom)
+        capacity = per_minute / 60.0 * BURST_S
+        while self.gone and self.gone[0][0] <= now - window:
+            self.gone.popleft()
+        total, start = sum(n for _, n in self.gone), now
+        for at, n in self.gone:  # the oldest leave the window until this request fits
+            if total + units <= capacity or (not total and units > capacity):
+                break
+            start, total = at + window, total - n
+        return start
 
     def leaves(self, units: float, at: float) -> None:
-        gap = self._gap(units)
-        if gap:
-            self.sent = max(self.sent, at) + gap
+        if self.per_minute and units > 0:
+            self.gone.append((at, units))
 
     def left(self, remaining: float, now: float) -> None:
         """The server says `remaining` units are left now: a debt of at least what that means."""
@@ -197,8 +183,7 @@ class Pacer:
         # limit is known and an answer is in; inf from then on.
         self._window = 1.0
         self._in_flight = 0
-        self._room: asyncio.Condition | None = None
-        self._wakers: set[asyncio.Future[None]] = set()  # notifications in flight, kept from the GC
+        self._room = asyncio.Event()  # set by each reply: the lanes waiting for room look again
 
     # ----------------------------------------------------------------------------- scheduling
 
@@ -240,7 +225,7 @@ class Pacer:
     async def depart(self, units: Mapping[Kind, float] | None = None) -> None:
         """The last check, as the request leaves (the HTTP client's request hook, where it has one,
         after the SDK's own work): never closer to the requests before it than the limits allow,
-        judged by when they left (Bucket.ready). `units` None: those `acquire` left for this task."""
+        judged by what left (Bucket.ready). `units` None: those `acquire` left for this task."""
         if units is None:
             units = _LEAVING.get()
             _LEAVING.set(None)
@@ -249,7 +234,7 @@ class Pacer:
         entered = self.clock()
         while True:
             now = self.clock()
-            ready = max(bucket.ready(units.get(kind, 0.0)) for kind, bucket in self.buckets.items())
+            ready = max(bucket.ready(units.get(kind, 0.0), now) for kind, bucket in self.buckets.items())
             wait = max(ready, self.paused_until) - now
             if wait <= 0:
                 break
@@ -259,16 +244,12 @@ class Pacer:
         self.stats.waited_s += self.clock() - entered
 
     async def _enter(self) -> None:
-        if self._in_flight >= self._window:
-            if self._room is None:
-                self._room = asyncio.Condition()
-            async with self._room:
-                try:
-                    await asyncio.wait_for(
-                        self._room.wait_for(lambda: self._in_flight < self._window), PROBE_WAIT_S
-                    )
-                except TimeoutError:
-                    self.known()  # the first replies are slow; stop holding lanes back for them
+        while self._in_flight >= self._window:
+            self._room.clear()
+            try:
+                await asyncio.wait_for(self._room.wait(), PROBE_WAIT_S)
+            except TimeoutError:
+                self._window = math.inf  # the first replies are slow; stop holding lanes back for them
         self._in_flight += 1
 
     def finished(self, ok: bool) -> None:
@@ -277,24 +258,7 @@ class Pacer:
         self._in_flight = max(0, self._in_flight - 1)
         if ok and math.isfinite(self._window):
             self._window = math.inf if self.limits() else self._window + 1
-        self._wake()
-
-    def known(self) -> None:
-        """Stop holding lanes back: every lane is spaced by the limits from now on."""
-        self._window = math.inf
-        self._wake()
-
-    def _wake(self) -> None:
-        room = self._room
-        if room is not None:
-
-            async def notify() -> None:
-                async with room:
-                    room.notify_all()
-
-            task = asyncio.ensure_future(notify())
-            self._wakers.add(task)
-            task.add_done_callback(self._wakers.discard)
+        self._room.set()
 
     # ----------------------------------------------------------------------------- what servers say
 
@@ -357,9 +321,8 @@ class Pacer:
                 bucket.debit(difference, now)
             else:
                 bucket.credit(-difference)
-        self.stats.tokens += int(actual.get("tokens", 0.0))
-        for kind, used in actual.items():
             self.stats.used[kind] = self.stats.used.get(kind, 0.0) + used
+        self.stats.tokens += int(actual.get("tokens", 0.0))
 
     def answered(self, latency_s: float) -> None:
         self.stats.answered += 1
@@ -370,19 +333,6 @@ class Pacer:
     def limits(self) -> dict[str, float]:
         """The per-minute limits in force, by kind (those known)."""
         return {kind: b.per_minute for kind, b in self.buckets.items() if b.per_minute}
-
-
-def no_wait_clock() -> tuple[Callable[[], float], Callable[[float], Awaitable[None]]]:
-    """A clock whose sleep advances it at once, for the tests: the pacer's waits without waiting."""
-    now = [0.0]
-
-    def clock() -> float:
-        return now[0]
-
-    async def sleep(seconds: float) -> None:
-        now[0] += max(0.0, seconds)
-
-    return clock, sleep
 
 
 _PACERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], Pacer]] = (
