@@ -52,9 +52,9 @@ KINDS: tuple[Kind, ...] = ("requests", "tokens", "input_tokens", "output_tokens"
 _LEAVING: ContextVar[Mapping[Kind, float] | None] = ContextVar("giant_pacer_leaving", default=None)
 BURST_S = 1.0  # a bucket holds at most this many seconds of its limit: a second's worth, never a minute's
 SAFETY = 0.98  # book this share of the limit: the jitter between two processes (see above)
-# A 429 at a known limit: 2% more room (down to HEADROOM_MIN), 0.04% back an answer (one in fifty refused)
-HEADROOM_CUT = 0.02
-HEADROOM_STEP = 0.0004
+# A 429 at a known limit: 1% more room (down to HEADROOM_MIN), 0.02% back an answer (one in fifty refused)
+HEADROOM_CUT = 0.01
+HEADROOM_STEP = 0.0002
 HEADROOM_MIN = 0.85
 PROBE_WAIT_S = 30.0  # the longest the other lanes wait for the first reply
 BACKOFF_FIRST_S = 1.0  # a 429 that names no reset pauses 1 s, then 2, 4, ... up to BACKOFF_MAX_S
@@ -256,6 +256,7 @@ class Pacer:
         """A request's reply (or failure) is in: an answer lets every lane go when a limit is known,
         else makes room for one more request in flight."""
         self._in_flight = max(0, self._in_flight - 1)
+        _LEAVING.set(None)  # a request that failed before it left leaves nothing for the next hook
         if ok and math.isfinite(self._window):
             self._window = math.inf if self.limits() else self._window + 1
         self._room.set()
