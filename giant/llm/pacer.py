@@ -1,26 +1,20 @@
 """One pacer per provider and model, shared by every lane of a run: requests and tokens per minute.
 
 Providers enforce a per-minute limit over much shorter periods (OpenAI: 60,000 RPM may be enforced as
-1,000 per second), so a bucket that lets a whole minute's budget out at once gets most of it answered
-429. Each limit here is a GCRA bucket (a "virtual scheduling" token bucket) holding at most one
-second's worth (`BURST_S`): a request is booked when the bucket's debt after it stays within that
-second, so lanes are spaced at the limit's rate, never bunched; and, by what actually left, no
-second holds more than one second's worth, so a server that counts by the second is never
-surprised either (a request larger than that goes alone).
+1,000 per second). Each limit here is a GCRA bucket holding at most one second's worth (`BURST_S`):
+a request is booked when the debt after it stays within that second, so lanes are spaced at the
+limit's rate, never bunched; and, by what actually left, no second holds more than a second's worth
+(a request larger than that goes alone).
 
-Where the limits come from, per kind (requests, tokens, input tokens, output tokens):
-- `provider.rpm` / `provider.tpm`, when set;
-- the rate-limit headers of every reply (giant.llm.ratelimit_headers: OpenAI's `x-ratelimit-*`,
-  Anthropic's `anthropic-ratelimit-*`, and whatever of these an OpenAI-compatible server sends).
-  When a setting and a header disagree the lower limit wins: the server's number cannot be exceeded
-  and a lower setting is the user's choice. `remaining` below one second's worth moves the bucket's
-  debt to what the server says is left.
+The limits, per kind (requests, tokens, input and output tokens), come from `provider.rpm`/`tpm`
+and the rate-limit headers of every reply (giant.llm.ratelimit_headers); when they disagree the lower
+wins (the server's cannot be exceeded, a lower setting is the user's choice), and a `remaining`
+below one second's worth moves the bucket's debt to what the server says is left.
 Requests are booked at SAFETY (98%) of the limit, a margin for the jitter (event loop, SDK, server)
 that a one-second quantum would refuse; only 429s at a known limit widen it (HEADROOM_CUT): each
-costs one spacing, a wider margin every request. As a request leaves
-(`depart`: the HTTP client's request hook where the SDK has one) no window of a second, stretched
-by half the margin, may hold more than a second's worth of what actually left: a lane that left
-late does not bring the next to the server too early.
+costs one spacing, a wider margin every request. As a request leaves (`depart`: the HTTP client's
+request hook where the SDK has one) no window of a second, stretched by half the margin, may hold
+more than a second's worth of what actually left: a lane that left late holds the next back.
 
 The first request goes alone (the others wait at most PROBE_WAIT_S): its reply names the limits and
 it pays the cold start (the SDK's first call, the first connection). Then, with a limit known (a
@@ -63,9 +57,8 @@ BACKOFF_MAX_S = 60.0
 
 @dataclass
 class Bucket:
-    """One limit: `setting` (per minute, from the config) and `server` (per minute, from the headers);
-    `tat` is when the bucket is full again by the turns booked (its debt is `tat - now` seconds);
-    `gone` is what left in the last window, and when (`ready`)."""
+    """One limit: `setting` (per minute, from the config) and `server` (from the headers); `tat` is
+    when the bucket is full again by the turns booked (its debt: `tat - now` s); `gone`: what left."""
 
     setting: float | None = None
     server: float | None = None
@@ -110,11 +103,9 @@ class Bucket:
             self.tat = at + max(0.0, BURST_S - 1.0 / rate)
 
     def ready(self, units: float, now: float) -> float:
-        """When `units` may leave, judged by what actually left: no window of a second, stretched by
-        half the margin, holds more than the limit's second's worth (a request larger than that goes
-        alone). A server that counts by the second is not surprised, and a lane that left late (its
-        event loop busy with another reply) holds the next, which would otherwise follow it closer
-        than the limit allows."""
+        """When `units` may leave: no window of a second, stretched by half the margin, holds more than
+        a second's worth of what actually left (a lane whose loop was busy with another reply left
+        late: the next, on time, would follow it too closely). A larger request goes alone."""
         per_minute = self.per_minute
         if not per_minute or units <= 0:
             return now
@@ -199,9 +190,8 @@ class Pacer:
         return start
 
     async def acquire(self, cost: Mapping[Kind, float], *, hooked: bool = False) -> None:
-        """Wait for this request's turn (and for any pause a 429 started meanwhile). Every acquire is
-        followed by one `finished` when its reply (or failure) is in. `hooked`: the HTTP client
-        calls `depart` itself, as the request leaves."""
+        """Wait for this request's turn (and any pause a 429 started meanwhile); one `finished` follows
+        each. `hooked`: the HTTP client calls `depart` itself, as the request leaves."""
         entered = self.clock()
         await self._enter()
         epoch = self._epoch
@@ -304,8 +294,7 @@ class Pacer:
         if until > self.paused_until:
             self.stats.paused_s += until - max(now, self.paused_until)
             self.paused_until = until
-            # The turns booked before the 429 would all fall due at its end, at once: every lane books
-            # again, one unit free at the pause's end and the rest spaced at the limit's rate.
+            # Not every turn booked before the 429 at its end at once: every lane books again, spaced.
             for bucket in self.buckets.values():
                 bucket.restart(until)
             self._epoch += 1

@@ -138,8 +138,7 @@ class CallRuntime:
         finally:
             self.pacer.finished(ok)
 
-    async def departing(self, request: Any) -> None:
-        """An httpx request hook: the pacer's last check, as the request's bytes leave."""
+    async def departing(self, request: Any) -> None:  # an httpx request hook, as the bytes leave
         await self.pacer.depart()
 
     async def observe(self, response: Any) -> None:

@@ -73,11 +73,9 @@ class SdkProvider(ABC, Generic[S]):
         self._watched = True
         http = getattr(getattr(self, "client", None), "_client", None)  # the openai and anthropic SDKs'
         hooks = getattr(http, "event_hooks", None)
-        if isinstance(hooks, dict):
-            http.event_hooks = {  # type: ignore[union-attr]
-                "request": [*hooks.get("request", []), self.runtime.departing],
-                "response": [*hooks.get("response", []), self.runtime.observe],
-            }
+        if isinstance(hooks, dict):  # httpx's own lists, one per client: appended in place
+            hooks.setdefault("request", []).append(self.runtime.departing)
+            hooks.setdefault("response", []).append(self.runtime.observe)
             self.runtime.hooked = True
 
     def _batch_api(self) -> BatchApi:
