@@ -5,7 +5,8 @@ lanes through giant's real providers and SDKs (openai, anthropic, gemini) agains
 tests/llm/ratelimit_server.py, which answers after `--latency` seconds and enforces a requests- or a
 tokens-per-minute limit with a one-second quantum, sending each provider's own rate-limit headers (or,
 for Gemini, only a 429's QuotaFailure and RetryInfo). Each scenario runs twice: `provider.rpm`/`tpm`
-unset (the pacer learns the limit from the server) and set to the server's limit. The server runs in a
+unset (the pacer learns the limit from the server) and set to the server's limit (`--settings`
+picks one). The server runs in a
 process of its own, as a provider's does.
 
 The bound is max((calls - burst) / rate + latency, ceil(item-runs / concurrency) x calls x latency),
@@ -47,9 +48,9 @@ PROMPT = Conversation(
 
 
 def tokens_per_call(style: Style) -> int:
-    """What the server counts against a tokens limit per call (Anthropic: input only)."""
+    """What the server counts against a tokens limit per call (Anthropic's and Gemini's: input only)."""
     inputs = estimate_tokens(PROMPT)
-    return inputs if style == "anthropic" else inputs + OUTPUT_CAP
+    return inputs + OUTPUT_CAP if style == "openai" else inputs
 
 
 async def campaign(
@@ -99,6 +100,7 @@ def main() -> None:
     parser.add_argument("--limit", type=float, default=240, help="requests per minute the server allows")
     parser.add_argument("--styles", default="openai,anthropic,gemini")
     parser.add_argument("--kinds", default="requests,tokens")
+    parser.add_argument("--settings", default="unset,set", help="provider.rpm/tpm unset, set, or both")
     args = parser.parse_args()
     for style in args.styles.split(","):
         os.environ.setdefault(KEYS[style], "loopback-key")
@@ -110,7 +112,7 @@ def main() -> None:
     for style in args.styles.split(","):
         for kind in args.kinds.split(","):
             tpm = args.limit * tokens_per_call(style)  # the same calls per second, as tokens
-            for configured in (False, True):
+            for configured in [choice == "set" for choice in args.settings.split(",")]:
                 server_limits = {"rpm": args.limit} if kind == "requests" else {"tpm": tpm}
                 settings = server_limits if configured else {}
                 api = RateLimitedAPI(style, latency_s=args.latency, **server_limits)  # type: ignore[arg-type]
@@ -123,7 +125,8 @@ def main() -> None:
                     f"{style:9s} {kind:8s} {'set' if configured else 'unset':5s} "
                     f"answered={finished}/{args.item_runs} makespan_s={makespan:.1f} "
                     f"ratio={makespan / bound_s(args, rate):.3f} share_429={api.refused / max(1, sent):.3f} "
-                    f"paid={api.answered} needed={needed}"
+                    f"paid={api.answered} needed={needed}",
+                    flush=True,
                 )
 
 

@@ -10,11 +10,10 @@ summary.json `pacing` record (giant.record.summary.Pacing) and its results it ta
   campaign's own settings where lower: the lower limit wins, as in the pacer;
 - the seconds its lanes were paused by 429s: a campaign meets them once, while its pacer learns the limits.
 
-A campaign whose settings name no limit also starts slowly (giant.llm.pacer): one request alone, then
-one more in flight per reply until a limit is known. When the pilot learned a limit (from a header or
-a 429) the campaign's first reply tells it again: one call's time lost; when it learned none, the
-window doubles each call's time until every lane sends, ceil(log2(lanes)) calls' time, the last lane's
-first call starting that late.
+A campaign's first request goes alone (giant.llm.pacer): when a limit is known (a setting, or one
+the pilot learned from a header or a 429, which the campaign's first reply tells it again) one call's
+time is lost; when none is, the window doubles each call's time until every lane sends,
+ceil(log2(lanes)) calls' time, the last lane's first call starting that late.
 
 The campaign's wall time is then the longer of the item-runs spread over the lanes,
 ceil(item-runs / lanes) x an item-run's own time, and, for each limit, its units (answered requests,
@@ -52,7 +51,7 @@ class PilotTime(BaseModel):
     own_s_per_call: float  # giant's own time per call: an item-run's own time over its calls, less latency
     limits: dict[str, float]  # per minute, by kind, that the forecast paces by
     paused_s: float  # the pilot's 429 pauses, counted once
-    start_s: float  # the pacer's slow start, while no limit is known
+    start_s: float  # the pacer's slow start: the first request alone, then the window while no limit is known
     requests: int  # the pilot's requests, 429s included
     requests_429: int
     forecast_s: float
@@ -104,9 +103,7 @@ def campaign_s(  # noqa: PLR0913  the campaign's size and each measured figure, 
 
 def slow_start_s(*, call_s: float, lanes: int, pilot_knew: bool, settings: bool) -> float:
     """The campaign's seconds lost to the pacer's slow start (see the module's docstring)."""
-    if settings:
-        return 0.0
-    rounds = 1 if pilot_knew else math.ceil(math.log2(max(1, lanes)))
+    rounds = 1 if pilot_knew or settings else math.ceil(math.log2(max(1, lanes)))
     return rounds * min(call_s, PROBE_WAIT_S)
 
 

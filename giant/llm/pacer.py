@@ -1,29 +1,29 @@
 """One pacer per provider and model, shared by every lane of a run: requests and tokens per minute.
 
 Providers enforce a per-minute limit over much shorter periods (OpenAI: 60,000 RPM may be enforced as
-1,000 per second), so a bucket that lets a whole minute's budget out at once gets most of it answered
-429. Each limit here is a GCRA bucket (a "virtual scheduling" token bucket) holding at most one
-second's worth (`BURST_S`): a request may start when the bucket's debt after it stays within that
-second, so lanes are spaced at the limit's rate, never bunched; and no second (any window of
-BURST_S) holds more than one second's worth, so a server that counts by the second is never
-surprised either (a request larger than that goes alone).
+1,000 per second). Each limit here is a GCRA bucket holding at most one second's worth (`BURST_S`):
+a request is booked when the debt after it stays within that second, so lanes are spaced at the
+limit's rate, never bunched; and, by what actually left, no second holds more than a second's worth
+(a request larger than that goes alone).
 
-Where the limits come from, per kind (requests, tokens, input tokens, output tokens):
-- `provider.rpm` / `provider.tpm`, when set;
-- the rate-limit headers of every reply (giant.llm.ratelimit_headers: OpenAI's `x-ratelimit-*`,
-  Anthropic's `anthropic-ratelimit-*`, and whatever of these an OpenAI-compatible server sends).
-  When a setting and a header disagree the lower limit wins: the server's number cannot be exceeded
-  and a lower setting is the user's choice. `remaining` below one second's worth moves the bucket's
-  debt to what the server says is left.
-While no limit is known (no setting, no header yet) the pacer starts slowly: one request alone,
-then one more in flight for each reply (a lane waits at most PROBE_WAIT_S for room), so a run
-against unknown limits learns them before its lanes start at once; the first limit known, from a
-header or a 429's quota details (Gemini's QuotaFailure), ends the slow start. A 429 that names no
-limit halves the requests in flight instead.
+The limits, per kind (requests, tokens, input and output tokens), come from `provider.rpm`/`tpm`
+and the rate-limit headers of every reply (giant.llm.ratelimit_headers); when they disagree the lower
+wins (the server's cannot be exceeded, a lower setting is the user's choice), and a `remaining`
+below one second's worth moves the bucket's debt to what the server says is left.
+Requests are booked at SAFETY (98%) of the limit, a margin for the jitter (event loop, SDK, server)
+that a one-second quantum would refuse; only 429s at a known limit widen it (HEADROOM_CUT): each
+costs one spacing, a wider margin every request. As a request leaves (`depart`: the HTTP client's
+request hook where the SDK has one) no window of a second, stretched by half the margin, may hold
+more than a second's worth of what actually left: a lane that left late holds the next back.
+
+The first request goes alone (the others wait at most PROBE_WAIT_S): its reply names the limits and
+it pays the cold start (the SDK's first call, the first connection). Then, with a limit known (a
+setting, a header, a 429's quota such as Gemini's QuotaFailure), every lane goes, paced; with none,
+one more request in flight per answer, halved by a 429 that names no limit.
 
 A 429 (`throttled`) pauses every lane until the reset the server named (Retry-After, Gemini's
-RetryInfo, the exhausted bucket's reset header) or, when it names none, a backoff that doubles with
-each 429 in a row. The clock and the sleep are injected, so the tests drive it without waiting.
+RetryInfo, the exhausted bucket's reset header), to the millisecond, or a backoff doubling with each
+429 in a row; then the lanes go one spacing apart. Clock and sleep are injected for the tests.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -42,29 +43,28 @@ from giant.llm.ratelimit_headers import read_limits
 Kind = Literal["requests", "tokens", "input_tokens", "output_tokens"]
 KINDS: tuple[Kind, ...] = ("requests", "tokens", "input_tokens", "output_tokens")
 
+_LEAVING: ContextVar[Mapping[Kind, float] | None] = ContextVar("giant_pacer_leaving", default=None)
 BURST_S = 1.0  # a bucket holds at most this many seconds of its limit: a second's worth, never a minute's
-SAFETY = 0.95  # pace a little under the limit, so the network's jitter does not bunch two requests
-PROBE_WAIT_S = 30.0  # the longest the other lanes wait for the first reply's headers
+SAFETY = 0.98  # book this share of the limit: the jitter between two processes (see above)
+# A 429 at a known limit: 1% more room (down to HEADROOM_MIN), 0.02% back an answer (one in fifty refused)
+HEADROOM_CUT = 0.01
+HEADROOM_STEP = 0.0002
+HEADROOM_MIN = 0.85
+PROBE_WAIT_S = 30.0  # the longest the other lanes wait for the first reply
 BACKOFF_FIRST_S = 1.0  # a 429 that names no reset pauses 1 s, then 2, 4, ... up to BACKOFF_MAX_S
 BACKOFF_MAX_S = 60.0
-# A 429 while the limit is known means the requests reached the server closer together than they
-# left (the network's and the machine's jitter): the pacer leaves more room, 3% a 429, down to 80% of
-# the limit, and takes it back slowly, 0.1% an answer, up to SAFETY.
-HEADROOM_CUT = 0.97
-HEADROOM_MIN = 0.80
-HEADROOM_STEP = 0.001
 
 
 @dataclass
 class Bucket:
-    """One limit: `setting` (per minute, from the config) and `server` (per minute, from the headers);
-    `tat` is when the bucket is full again (its debt is `tat - now` seconds)."""
+    """One limit: `setting` (per minute, from the config) and `server` (from the headers); `tat` is
+    when the bucket is full again by the turns booked (its debt: `tat - now` s); `gone`: what left."""
 
     setting: float | None = None
     server: float | None = None
     tat: float = 0.0
-    booked: deque[tuple[float, float]] = field(default_factory=deque)  # (start, units) of the last second
     headroom: float = SAFETY  # the share of the limit paced at (less after 429s, see HEADROOM_CUT)
+    gone: deque[tuple[float, float]] = field(default_factory=deque)  # (left at, units)
 
     @property
     def per_minute(self) -> float | None:
@@ -78,30 +78,17 @@ class Bucket:
         return per_minute / 60.0 * self.headroom if per_minute else None
 
     def start(self, units: float, now: float) -> float:
-        """When `units` may go: when the debt after them is within one second (a request larger
-        than a second's worth goes alone, once the bucket is full)."""
+        """When `units` may be booked: when the debt after them is within one second (a request
+        larger than a second's worth goes alone, once the bucket is full)."""
         rate = self.rate
         if rate is None or units <= 0:
             return now
-        cost = units / rate
-        start = max(now, self.tat - max(0.0, BURST_S - cost))
-        while self.booked and self.booked[0][0] <= now - BURST_S:
-            self.booked.popleft()
-        capacity = (self.per_minute or 0.0) / 60.0 * BURST_S  # the server's own second, not SAFETY's
-        in_window = [(at, n) for at, n in self.booked if at > start - BURST_S]
-        total = sum(n for _, n in in_window)
-        for at, n in in_window:  # the oldest leave the window until this request fits
-            if total + units <= capacity or (not total and units > capacity):
-                break
-            start = max(start, at + BURST_S)
-            total -= n
-        return start
+        return max(now, self.tat - max(0.0, BURST_S - units / rate))
 
     def debit(self, units: float, at: float) -> None:
         rate = self.rate
         if rate is not None and units:
             self.tat = max(self.tat, at) + units / rate
-            self.booked.append((at, units))
 
     def credit(self, units: float) -> None:
         """Units debited but not used (an estimate corrected by the reply); never below empty."""
@@ -110,11 +97,32 @@ class Bucket:
             self.tat -= units / rate
 
     def restart(self, at: float) -> None:
-        """After a 429's pause: the booked turns dropped, the bucket holding one unit at `at`."""
+        """After a 429's pause: the bucket holding one unit at `at`."""
         rate = self.rate
-        self.booked.clear()
         if rate is not None:
             self.tat = at + max(0.0, BURST_S - 1.0 / rate)
+
+    def ready(self, units: float, now: float) -> float:
+        """When `units` may leave: no window of a second, stretched by half the margin, holds more than
+        a second's worth of what actually left (a lane whose loop was busy with another reply left
+        late: the next, on time, would follow it too closely). A larger request goes alone."""
+        per_minute = self.per_minute
+        if not per_minute or units <= 0:
+            return now
+        window = BURST_S * 2.0 / (1.0 + self.headroom)
+        capacity = per_minute / 60.0 * BURST_S
+        while self.gone and self.gone[0][0] <= now - window:
+            self.gone.popleft()
+        total, start = sum(n for _, n in self.gone), now
+        for at, n in self.gone:  # the oldest leave the window until this request fits
+            if total + units <= capacity or (not total and units > capacity):
+                break
+            start, total = at + window, total - n
+        return start
+
+    def leaves(self, units: float, at: float) -> None:
+        if self.per_minute and units > 0:
+            self.gone.append((at, units))
 
     def left(self, remaining: float, now: float) -> None:
         """The server says `remaining` units are left now: a debt of at least what that means."""
@@ -151,7 +159,6 @@ class Pacer:
         tpm: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        probe: bool = True,
     ) -> None:
         self.buckets: dict[Kind, Bucket] = {kind: Bucket() for kind in KINDS}
         self.buckets["requests"].setting = rpm
@@ -163,11 +170,11 @@ class Pacer:
         self._streak = 0  # 429s in a row, for the backoff when the server names no reset
         self._epoch = 0  # bumped by each 429: the lanes waiting book their turns again
         self._hint: float | None = None  # the reset a 429's headers named, in seconds from then
-        # Requests allowed in flight while the limits are unknown (slow start); inf once one is known.
-        self._window = 1.0 if probe and not (rpm or tpm) else math.inf
+        # Requests allowed in flight: the first alone, then (slow start) one more per answer until a
+        # limit is known and an answer is in; inf from then on.
+        self._window = 1.0
         self._in_flight = 0
-        self._room: asyncio.Condition | None = None
-        self._wakers: set[asyncio.Future[None]] = set()  # notifications in flight, kept from the GC
+        self._room = asyncio.Event()  # set by each reply: the lanes waiting for room look again
 
     # ----------------------------------------------------------------------------- scheduling
 
@@ -182,9 +189,9 @@ class Pacer:
             bucket.debit(units.get(kind, 0.0), start)
         return start
 
-    async def acquire(self, cost: Mapping[Kind, float]) -> None:
-        """Wait for this request's turn (and for any pause a 429 started meanwhile). Every acquire is
-        followed by one `finished` when its reply (or failure) is in."""
+    async def acquire(self, cost: Mapping[Kind, float], *, hooked: bool = False) -> None:
+        """Wait for this request's turn (and any pause a 429 started meanwhile); one `finished` follows
+        each. `hooked`: the HTTP client calls `depart` itself, as the request leaves."""
         entered = self.clock()
         await self._enter()
         epoch = self._epoch
@@ -199,44 +206,50 @@ class Pacer:
             await self.sleep(wait)
         self.stats.requests += 1
         self.stats.waited_s += self.clock() - entered
+        units: dict[Kind, float] = {"requests": 1.0, **cost}
+        if hooked:
+            _LEAVING.set(units)  # the HTTP client's request hook calls `depart` as the bytes leave
+        else:
+            await self.depart(units)
+
+    async def depart(self, units: Mapping[Kind, float] | None = None) -> None:
+        """The last check, as the request leaves (the HTTP client's request hook, where it has one,
+        after the SDK's own work): never closer to the requests before it than the limits allow,
+        judged by what left (Bucket.ready). `units` None: those `acquire` left for this task."""
+        if units is None:
+            units = _LEAVING.get()
+            _LEAVING.set(None)
+            if units is None:  # a request the pacer does not pace (a batch's)
+                return
+        entered = self.clock()
+        while True:
+            now = self.clock()
+            ready = max(bucket.ready(units.get(kind, 0.0), now) for kind, bucket in self.buckets.items())
+            wait = max(ready, self.paused_until) - now
+            if wait <= 0:
+                break
+            await self.sleep(wait)
+        for kind, bucket in self.buckets.items():
+            bucket.leaves(units.get(kind, 0.0), now)
+        self.stats.waited_s += self.clock() - entered
 
     async def _enter(self) -> None:
-        if self._in_flight >= self._window:
-            if self._room is None:
-                self._room = asyncio.Condition()
-            async with self._room:
-                try:
-                    await asyncio.wait_for(
-                        self._room.wait_for(lambda: self._in_flight < self._window), PROBE_WAIT_S
-                    )
-                except TimeoutError:
-                    self.known()  # the first replies are slow; stop holding lanes back for them
+        while self._in_flight >= self._window:
+            self._room.clear()
+            try:
+                await asyncio.wait_for(self._room.wait(), PROBE_WAIT_S)
+            except TimeoutError:
+                self._window = math.inf  # the first replies are slow; stop holding lanes back for them
         self._in_flight += 1
 
     def finished(self, ok: bool) -> None:
-        """A request's reply (or failure) is in: while the limits are unknown an answer makes room
-        for one more request in flight."""
+        """A request's reply (or failure) is in: an answer lets every lane go when a limit is known,
+        else makes room for one more request in flight."""
         self._in_flight = max(0, self._in_flight - 1)
+        _LEAVING.set(None)  # a request that failed before it left leaves nothing for the next hook
         if ok and math.isfinite(self._window):
-            self._window += 1
-        self._wake()
-
-    def known(self) -> None:
-        """A limit is known: the pacer spaces every lane by it, no slow start any more."""
-        self._window = math.inf
-        self._wake()
-
-    def _wake(self) -> None:
-        room = self._room
-        if room is not None:
-
-            async def notify() -> None:
-                async with room:
-                    room.notify_all()
-
-            task = asyncio.ensure_future(notify())
-            self._wakers.add(task)
-            task.add_done_callback(self._wakers.discard)
+            self._window = math.inf if self.limits() else self._window + 1
+        self._room.set()
 
     # ----------------------------------------------------------------------------- what servers say
 
@@ -253,8 +266,6 @@ class Pacer:
             self._streak = 0
 
     def _apply(self, per_minute: Mapping[str, float], now: float) -> None:
-        if per_minute:
-            self.known()
         for kind, limit in per_minute.items():
             bucket = self.buckets[kind]  # type: ignore[index]
             if bucket.server != limit:
@@ -266,13 +277,13 @@ class Pacer:
         `limits` are per-minute limits the 429 named (Gemini's QuotaFailure); a 429 that names none
         while the limits are unknown halves the requests in flight. The pause's length is returned."""
         self.stats.throttled += 1
+        for bucket in self.buckets.values():
+            if bucket.per_minute:  # known before this 429: the jitter needs more room
+                bucket.headroom = max(HEADROOM_MIN, bucket.headroom - HEADROOM_CUT)
         if limits:
             self._apply(limits, self.clock())
         elif math.isfinite(self._window):
             self._window = max(1.0, self._window / 2)
-        for bucket in self.buckets.values():
-            if bucket.per_minute:
-                bucket.headroom = max(HEADROOM_MIN, bucket.headroom * HEADROOM_CUT)
         self._streak += 1
         named = asked_s if asked_s is not None else self._hint
         self._hint = None
@@ -283,8 +294,7 @@ class Pacer:
         if until > self.paused_until:
             self.stats.paused_s += until - max(now, self.paused_until)
             self.paused_until = until
-            # The turns booked before the 429 would all fall due at its end, at once: every lane books
-            # again, one unit free at the pause's end and the rest spaced at the limit's rate.
+            # Not every turn booked before the 429 at its end at once: every lane books again, spaced.
             for bucket in self.buckets.values():
                 bucket.restart(until)
             self._epoch += 1
@@ -301,9 +311,8 @@ class Pacer:
                 bucket.debit(difference, now)
             else:
                 bucket.credit(-difference)
-        self.stats.tokens += int(actual.get("tokens", 0.0))
-        for kind, used in actual.items():
             self.stats.used[kind] = self.stats.used.get(kind, 0.0) + used
+        self.stats.tokens += int(actual.get("tokens", 0.0))
 
     def answered(self, latency_s: float) -> None:
         self.stats.answered += 1
@@ -314,19 +323,6 @@ class Pacer:
     def limits(self) -> dict[str, float]:
         """The per-minute limits in force, by kind (those known)."""
         return {kind: b.per_minute for kind, b in self.buckets.items() if b.per_minute}
-
-
-def no_wait_clock() -> tuple[Callable[[], float], Callable[[float], Awaitable[None]]]:
-    """A clock whose sleep advances it at once, for the tests: the pacer's waits without waiting."""
-    now = [0.0]
-
-    def clock() -> float:
-        return now[0]
-
-    async def sleep(seconds: float) -> None:
-        now[0] += max(0.0, seconds)
-
-    return clock, sleep
 
 
 _PACERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], Pacer]] = (

@@ -90,6 +90,7 @@ class CallRuntime:
         self._rpm, self._tpm = cfg.rpm, cfg.tpm
         self._pacer: Pacer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.hooked = False  # the SDK's HTTP client calls `departing` and `observe` (SdkProvider._watch)
 
     @property
     def pacer(self) -> Pacer:
@@ -129,13 +130,16 @@ class CallRuntime:
         if not paced:
             yield Timer()
             return
-        await self.pacer.acquire(self.cost(conversation))
+        await self.pacer.acquire(self.cost(conversation), hooked=self.hooked)
         ok = False
         try:
             yield Timer()
             ok = True
         finally:
             self.pacer.finished(ok)
+
+    async def departing(self, request: Any) -> None:  # an httpx request hook, as the bytes leave
+        await self.pacer.depart()
 
     async def observe(self, response: Any) -> None:
         """An httpx response hook: the rate-limit headers of every reply, 429s included."""

@@ -80,14 +80,17 @@ class SdkProvider(ABC, Generic[S]):
 
     def _watch(self) -> None:
         """Read the rate-limit headers of every reply the SDK's HTTP client receives (an httpx
-        response hook, so 429s and replies the SDK parses alike) into the shared pacer."""
+        response hook, so 429s and replies the SDK parses alike) into the shared pacer, and let the
+        pacer space requests by when they leave (a request hook, after the SDK's own work)."""
         if self._watched:
             return
         self._watched = True
         http = getattr(self.client, "_client", None)  # the openai and anthropic SDKs'
         hooks = getattr(http, "event_hooks", None)
-        if isinstance(hooks, dict):
-            http.event_hooks = {**hooks, "response": [*hooks.get("response", []), self.runtime.observe]}  # type: ignore[union-attr]
+        if isinstance(hooks, dict):  # httpx's own lists, one per client: appended in place
+            hooks.setdefault("request", []).append(self.runtime.departing)
+            hooks.setdefault("response", []).append(self.runtime.observe)
+            self.runtime.hooked = True
 
     def _batch_api(self) -> BatchApi:
         """The API's batch wire format (its provider package's batch.py)."""

@@ -66,10 +66,10 @@ def test_the_longer_of_the_lanes_and_each_limit_sets_the_campaigns_time() -> Non
     assert expected > 20 * 5 / 10 + 2.0  # the requests limit binds less
 
 
-def test_the_slow_start_costs_a_call_per_doubling_unless_a_limit_is_known_or_set() -> None:
+def test_the_slow_start_costs_a_call_per_doubling_or_one_call_when_a_limit_is_known_or_set() -> None:
     assert slow_start_s(call_s=1.5, lanes=8, pilot_knew=False, settings=False) == 3 * 1.5
     assert slow_start_s(call_s=1.5, lanes=8, pilot_knew=True, settings=False) == 1.5
-    assert slow_start_s(call_s=1.5, lanes=8, pilot_knew=False, settings=True) == 0.0
+    assert slow_start_s(call_s=1.5, lanes=8, pilot_knew=False, settings=True) == 1.5
     assert slow_start_s(call_s=100.0, lanes=2, pilot_knew=False, settings=False) == PROBE_WAIT_S
 
 
@@ -91,7 +91,7 @@ def test_the_forecast_takes_the_pacers_waits_out_of_the_finished_episodes() -> N
     assert forecast.limits == {"requests": 30.0}  # the pilot's header limit is lower than the setting
     rated = (100 * 4 - 0.5 * BURST_S) / 0.5 + latency  # 30 per minute
     assert forecast.set_by == "requests"
-    assert forecast.forecast_s == pytest.approx(rated + pacing.paused_s)  # a setting: no slow start
+    assert forecast.forecast_s == pytest.approx(rated + pacing.paused_s + own / 4)  # the first call alone
     assert forecast.low_s <= forecast.forecast_s <= forecast.high_s
     lower = pilot_time(records, finished, pacing, item_runs=100, concurrency=10, settings={"requests": 15})
     assert lower is not None and lower.limits == {"requests": 15.0} and lower.forecast_s > forecast.forecast_s

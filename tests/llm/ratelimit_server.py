@@ -10,7 +10,8 @@ many a minute has left). A request over it is answered 429 at once, in its provi
   3339 time) on every reply, `retry-after` on a 429; its token limit counts input tokens, as
   Anthropic's input-tokens-per-minute does;
 - gemini: no headers; a 429 RESOURCE_EXHAUSTED with a QuotaFailure naming the per-minute quota and
-  its value, and RetryInfo's retryDelay ("1s").
+  its value, and RetryInfo's retryDelay ("1s"); its token limit counts input tokens, as the quota it
+  names (GenerateContentInputTokensPerModelPerMinute) does.
 A request's tokens are its text's characters / 4 (images are not sent by the benchmark's lanes) plus
 its output cap; the reply's usage says the same, so the client's estimate and the server's count
 agree. Every arrival is kept (`arrivals`: monotonic time, status).
@@ -125,7 +126,7 @@ class RateLimitedAPI:
     def admit(self, body: dict[str, Any]) -> tuple[int, dict[str, str], dict[str, Any], int, int]:
         """Status, headers, body of the reply, and the counted input/output tokens."""
         inputs, cap = self._tokens(body)
-        counted = inputs if self.style == "anthropic" else inputs + cap
+        counted = inputs + cap if self.style == "openai" else inputs  # the others limit input tokens
         with self.lock:
             now = time.monotonic()
             waits = {"requests": self.requests.wait_s(1, now) if self.requests else 0.0}
