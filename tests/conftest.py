@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import browser  # noqa: F401  (the headless Chromium fixture, for every package)
+from tests.browser import browser, chromium  # noqa: F401  (the headless Chromium fixtures, for every package)
+from tests.helpers.store import demo_store  # noqa: F401  (the session's read-only demo store)
+from tests.helpers.ui import demo_ui  # noqa: F401  (make ui over it)
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
@@ -60,7 +62,10 @@ def hydra_init() -> Iterator[None]:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`make test` runs two workers), the SLURM tests share one private cluster, so
-    they go to one worker together (`--dist loadgroup`); without xdist the mark does nothing."""
+    they go to one worker together (`--dist loadgroup`); without xdist the mark does nothing. So do the
+    tests of the session's demo store and its UI, built once on that worker."""
     for item in items:
         if "tests/slurm/" in item.nodeid or item.nodeid.startswith("slurm/"):
             item.add_marker(pytest.mark.xdist_group("slurm"))
+        elif {"demo_store", "demo_ui"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("demo_store"))
