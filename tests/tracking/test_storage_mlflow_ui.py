@@ -1,8 +1,8 @@
 """trajectory.html opened the way a researcher opens it from MLflow: a real `mlflow ui` on 127.0.0.1
 over a sqlite store (the session's, tests/helpers/ui.py), the run's Artifacts tab in headless
-Chromium, the page inside the UI's sandboxed blob: iframe; once with the artifacts in a folder (written directly, images linked) and once uploaded
-to the server (the copy path). The page embeds no image, so every image there must come from the
-server (get-artifact) and decode."""
+Chromium, the page inside the UI's sandboxed blob: iframe; once with the artifacts in a folder
+(written directly, images linked) and once uploaded to the server (the copy path). The page embeds no
+image, so every image there must come from the server (get-artifact) and decode."""
 
 from __future__ import annotations
 
