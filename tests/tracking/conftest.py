@@ -1,4 +1,5 @@
-"""A real MLflow sqlite store in tmp_path, with the global tracking URI restored afterwards."""
+"""A real MLflow sqlite store in tmp_path, with the global tracking URI restored afterwards; a synthetic
+slide for the trajectory pages' episodes (tests/helpers/episodes.py)."""
 
 from __future__ import annotations
 
@@ -33,3 +34,10 @@ def mlflow_store(
     )
     yield uri, exp_id
     mlflow.set_tracking_uri(None)
+
+
+@pytest.fixture(scope="session")
+def slide(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from giant.wsi.synthetic import write_synthetic_slide
+
+    return write_synthetic_slide(tmp_path_factory.mktemp("slide") / "s.svs", 3000, 2000, seed=3)

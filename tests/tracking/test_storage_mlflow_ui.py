@@ -7,7 +7,6 @@ image, so every image there must come from the server (get-artifact) and decode.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +18,9 @@ from giant.record.trajectory import Trajectory
 from giant.tracking.mlflow_logger import JobRun
 from giant.tracking.viewer import write_html
 from tests.browser import open_page
+from tests.helpers.episodes import scripted_episode
 from tests.helpers.store import DemoStore
 from tests.helpers.ui import Ui
-from tests.tracking.test_viewer import scripted_episode, slide  # noqa: F401  (the slide fixture)
 
 PAGE = f"{trajectory_dir('demo/1', 0)}/trajectory.html"
 
@@ -61,8 +60,7 @@ def _logged_episode(
     run_id = client.create_run(experiment).info.run_id
     layout = JobLayout(tmp_path / "job")
     folder = layout.trajectory("demo/1", 0)
-    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API holds this thread's event loop
-        traj = pool.submit(scripted_episode, slide_path, folder, tmp_path).result()
+    traj = scripted_episode(slide_path, folder, tmp_path)  # on a thread: Playwright holds this one's loop
     write_html(folder, truth="2", correct=True, mlflow_run_id=run_id)
     job = JobRun(client, run_id, settings=None)  # type: ignore[arg-type]  # logging needs no settings
     job.log_artifacts({}, {TRAJECTORIES_DIR: layout.trajectories})
@@ -85,7 +83,7 @@ def _shown_in_mlflow(browser: Any, base: str, experiment: str, run_id: str, shot
 def test_the_page_loads_its_images_inside_mlflows_artifact_view(
     browser: Any,
     mlflow_ui: tuple[str, str],
-    slide: Path,  # noqa: F811
+    slide: Path,
     tmp_path: Path,
     store: str,
 ) -> None:
