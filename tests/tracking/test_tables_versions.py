@@ -8,7 +8,7 @@ import mlflow
 
 from giant.tracking.names import DATASET_DIGEST_TAG
 from giant.tracking.tables import build_table, load_runs, to_markdown
-from tests.tracking.test_tables import log_job
+from tests.helpers.runs import log_job
 
 
 def _tag(run_id: str, digest: str) -> None:
