@@ -1,7 +1,8 @@
 """MLflow's UI for the tests, started as `make ui` starts it (python -m giant.tracking.ui: the store
 checked, `mlflow ui` in a process group of its own, the addresses printed once it answers) and stopped
-as a whole: the command's group gets SIGTERM (it stops its UI's group), and whatever of the UI's group
-is left after that is killed, so nothing serves after the tests (`pgrep -af mlflow` finds nothing).
+as a whole: the UI's group is killed, then the command's group gets SIGTERM, so nothing serves after
+the tests (`pgrep -af mlflow` finds nothing). That the command itself stops its UI on SIGTERM is
+tests/tracking/test_ui_signals.py's to check.
 
 One UI per session (the `demo_ui` fixture in tests/conftest.py) serves the session's demo store; tests
 that check the command's own behaviour (its signals) start their own.
@@ -97,10 +98,12 @@ def make_ui(uri: str, artifacts: Path, cwd: Path, wait_for: str = "MLflow UI at"
         ui.wait_for(wait_for)
         yield ui
     finally:
-        stop_group(process)
+        # The tests are done with the UI: its group is killed at once (a graceful stop of MLflow's
+        # workers takes up to STOP_S), then the command, which finds its server gone, is stopped.
         if ui.server_group is not None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(ui.server_group, signal.SIGKILL)  # only if the command failed to stop it
+                os.killpg(ui.server_group, signal.SIGKILL)
+        stop_group(process)
 
 
 def _server_group(pid: int) -> int | None:

@@ -1,5 +1,6 @@
 """A real MLflow sqlite store in tmp_path, with the global tracking URI restored afterwards; a synthetic
-slide for the trajectory pages' episodes (tests/helpers/episodes.py)."""
+slide for the trajectory pages' episodes (tests/helpers/episodes.py); a finished job folder for the
+traces' and the review's tests (tests/tracking/traced.py), built once."""
 
 from __future__ import annotations
 
@@ -41,3 +42,10 @@ def slide(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from giant.wsi.synthetic import write_synthetic_slide
 
     return write_synthetic_slide(tmp_path_factory.mktemp("slide") / "s.svs", 3000, 2000, seed=3)
+
+
+@pytest.fixture(scope="session")
+def job_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.tracking.traced import traced_job
+
+    return traced_job(tmp_path_factory.mktemp("traced_job"))
