@@ -5,6 +5,7 @@ JobRun into a real store, and a real demo job (giant.evaluate, the command line'
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -308,14 +309,16 @@ DEMO_NAMES = {
 
 
 @pytest.mark.slow
-def test_a_demo_job_logs_the_pinned_names(tmp_path: Path) -> None:
+def test_a_demo_job_logs_the_pinned_names(tmp_path: Path, empty_store_db: Path) -> None:
     """The job scripts/run_eval.py runs, in-process (giant.evaluate: tests/test_evaluate.py shows the
-    command line logs what it logs)."""
-    uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
+    command line logs what it logs), into a copy of the migrated empty store."""
+    db = tmp_path / "store" / "mlflow.db"
+    db.parent.mkdir()
+    shutil.copyfile(empty_store_db, db)
     overrides = ["provider=random", "dataset=demo", "dataset.benchmark=demo_shapes", "runs_per_item=2"]
-    overrides += ["bootstrap_replicates=20", f"paths.cache_dir={tmp_path / 'cache'}", f"tracking.uri={uri}"]
-    giant.evaluate(overrides, output_dir=tmp_path / "job")
-    client = MlflowClient(uri)
+    overrides += ["limit=4", "bootstrap_replicates=20", f"paths.cache_dir={tmp_path / 'cache'}"]
+    giant.evaluate([*overrides, f"tracking.uri=sqlite:///{db}"], output_dir=tmp_path / "job")
+    client = MlflowClient(f"sqlite:///{db}")
     (run,) = client.search_runs([client.get_experiment_by_name("giant").experiment_id])
     assert set(run.data.metrics) == DEMO_NAMES
 
