@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser import browser, chromium  # noqa: F401  (the headless Chromium fixtures, for every package)
-from tests.helpers.store import demo_store  # noqa: F401  (the session's read-only demo store)
+from tests.helpers.store import demo_store, empty_store_db  # noqa: F401  (a read-only demo store; a template)
 from tests.helpers.ui import demo_ui  # noqa: F401  (make ui over it)
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"

@@ -139,13 +139,15 @@ class DemoStore:
         return files + runs
 
 
-def build(root: Path) -> DemoStore:
-    """The sweep run into `root` (a new folder): store/mlflow.db, store/artifacts, sweep/, cache/."""
+def build(root: Path, empty_db: Path) -> DemoStore:
+    """The sweep run into `root` (a new folder): store/mlflow.db (a copy of `empty_db`, migrated),
+    store/artifacts, sweep/, cache/."""
     import mlflow
 
     from giant.tracking.review import open_review
 
-    root.mkdir(parents=True)
+    (root / "store").mkdir(parents=True)
+    shutil.copyfile(empty_db, root / "store" / "mlflow.db")
     env = {key: value for key, value in os.environ.items() if not key.startswith(FOREIGN)}
     env.update(GIANT_CACHE_DIR=str(root / "cache"), GIANT_OUTPUT_DIR=str(root / "outputs"))
     uri, sweep_dir = f"sqlite:///{root / 'store' / 'mlflow.db'}", root / "sweep"
@@ -183,9 +185,19 @@ def build(root: Path) -> DemoStore:
 
 
 @pytest.fixture(scope="session")
-def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoStore]:
+def empty_store_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated, empty store built once: creating MLflow's schema costs seconds, copying a file none."""
+    from mlflow.tracking import MlflowClient
+
+    db = tmp_path_factory.mktemp("mlflow_template") / "mlflow.db"
+    MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments()
+    return db
+
+
+@pytest.fixture(scope="session")
+def demo_store(tmp_path_factory: pytest.TempPathFactory, empty_store_db: Path) -> Iterator[DemoStore]:
     """The session's demo store (tests/conftest.py groups its users on one pytest-xdist worker)."""
-    store = build(tmp_path_factory.mktemp("demo_store") / "demo")
+    store = build(tmp_path_factory.mktemp("demo_store") / "demo", empty_store_db)
     built = store.fingerprint()
     yield store
     moved = set(store.fingerprint()) ^ set(built)

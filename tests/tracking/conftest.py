@@ -12,14 +12,6 @@ import mlflow
 import pytest
 
 
-@pytest.fixture(scope="session")
-def empty_store_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated, empty store built once: creating MLflow's schema costs seconds, copying a file none."""
-    db = tmp_path_factory.mktemp("mlflow_template") / "mlflow.db"
-    mlflow.MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments()
-    return db
-
-
 @pytest.fixture
 def mlflow_store(
     tmp_path: Path, empty_store_db: Path, monkeypatch: pytest.MonkeyPatch
