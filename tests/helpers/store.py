@@ -26,9 +26,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from giant.tracking.names import JOB_ROLE, ROLE_TAG, tag_filter
-
-if TYPE_CHECKING:  # MLflow is imported when a store is built: tests/conftest.py imports this module
+if TYPE_CHECKING:  # MLflow and giant are imported when a store is used: tests/conftest.py imports this
     from mlflow.entities import Run
     from mlflow.tracking import MlflowClient
 
@@ -67,10 +65,11 @@ class DemoStore:
 
     def jobs(self, task: str = TASKS[0]) -> list[Run]:
         """The sweep's job runs of `task`, by step limit (STEPS' order)."""
+        from giant.tracking.view import jobs_filter
+
         runs = self.client().search_runs(
             [self.experiment_id],
-            f"tags.sweep_id = '{self.sweep_id}' and tags.dataset = '{task}' and "
-            + tag_filter(ROLE_TAG, JOB_ROLE),
+            f"{jobs_filter(self.sweep_id)} and tags.dataset = '{task}'",
         )
         return sorted(runs, key=lambda run: int(run.data.params["agent.max_steps"]))
 
@@ -104,13 +103,13 @@ class DemoStore:
             tables = [name for (name,) in db.execute("select name from sqlite_master where type = 'table'")]
             for table in tables:
                 for column in db.execute(f"pragma table_info('{table}')").fetchall():
-                    if column[2].upper() in ("TEXT", "VARCHAR") or column[2].upper().startswith("VARCHAR"):
+                    if column[2].upper().startswith(("TEXT", "VARCHAR")):
                         db.execute(
                             f'update "{table}" set "{column[1]}" = replace("{column[1]}", ?, ?)', (old, new)
                         )
         env = {key: value.replace(old, new) for key, value in self.env.items()}
-        moved = {name: Path(str(getattr(self, name)).replace(old, new)) for name in ("sweep_dir",)}
-        return replace(self, root=dest, uri=self.uri.replace(old, new), env=env, **moved)
+        sweep_dir = Path(str(self.sweep_dir).replace(old, new))
+        return replace(self, root=dest, uri=self.uri.replace(old, new), env=env, sweep_dir=sweep_dir)
 
     def fingerprint(self) -> list[str]:
         """What must not move: every file under the root (but the database, which the UI's own

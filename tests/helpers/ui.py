@@ -25,7 +25,6 @@ from pathlib import Path
 
 import pytest
 
-from giant.tracking.ui import stop_group
 from tests.helpers.store import DemoStore
 
 STARTUP_S = 180  # the UI imports and starts in 20-30 s on a busy 2-core machine
@@ -85,6 +84,8 @@ class Ui:
 def make_ui(uri: str, artifacts: Path, cwd: Path, wait_for: str = "MLflow UI at") -> Iterator[Ui]:
     """`make ui`'s command over `uri`, started from `cwd` (where the server keeps uploaded artifacts,
     ./mlartifacts), once it printed a line holding `wait_for`."""
+    from giant.tracking.ui import stop_group
+
     port = str(free_port())
     command = [sys.executable, "-m", "giant.tracking.ui", uri, str(artifacts), "127.0.0.1", port]
     process = subprocess.Popen(
