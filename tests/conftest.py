@@ -60,6 +60,7 @@ def hydra_init() -> Iterator[None]:
         yield
 
 
+@pytest.hookimpl(trylast=True)  # after pytest-xdist's own naming, which this completes
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`make test` runs two workers), the SLURM tests share one private cluster, so
     they go to one worker together (`--dist loadgroup`); without xdist the mark does nothing. So do the
@@ -69,3 +70,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group("slurm"))
         elif {"demo_store", "demo_ui"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group("demo_store"))
+    if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
+        for item in items:
+            _name_group(item)
+
+
+def _name_group(item: pytest.Item) -> None:
+    """pytest-xdist (3.8) sends a group to one worker by the `<nodeid>@<group>` it names each grouped
+    test, set as item._nodeid, which pytest 9 no longer reads (the id is item._id): without this,
+    --dist loadgroup groups nothing."""
+    groups = {
+        str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+        for m in item.iter_markers("xdist_group")
+    }
+    if groups and "@" not in item.nodeid and hasattr(item, "_id"):
+        item._id = type(item._id).parse(f"{item.nodeid}@{'_'.join(sorted(groups))}")
