@@ -15,8 +15,7 @@ from giant.tracking.names import (
     PER_RUN_MEAN_METRIC,
 )
 from giant.tracking.tables import build_table, comparison_markdown, cost_markdown, load_runs, to_markdown
-
-from .test_tables import log_job
+from tests.helpers.runs import log_job
 
 TASKS = ("tcga", "gtex", "panda", "tcga_slidebench", "tcga_expert_vqa")
 PATCH = {"agent.patch_count": "30", "agent.patch_size": "224"}

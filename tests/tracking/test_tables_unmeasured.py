@@ -9,8 +9,7 @@ import pytest
 from giant.record.summary import Bootstrap, Provenance, Summary
 from giant.tracking.mlflow_logger import summary_metrics
 from giant.tracking.tables import build_table, load_runs, to_markdown
-
-from .test_tables import log_job
+from tests.helpers.runs import log_job
 
 
 def _summary(n_unmeasured: int) -> Summary:
