@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from giant.agent import run_episode
+from giant.agent.episode import run_episode
 from giant.agent.modes import parse_agent
 from giant.core import Item
 from giant.llm.config import provider_settings

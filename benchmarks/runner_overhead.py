@@ -27,8 +27,9 @@ from pathlib import Path
 from giant.agent.modes import AgentConfig, parse_agent
 from giant.config import RunOptions, shipped
 from giant.core import Item
-from giant.eval.runner import RunData, RunServices, run_eval
-from giant.llm.random_provider import format_answer
+from giant.eval.items import JobData
+from giant.eval.runner import RunServices, run_eval
+from giant.llm.providers.random.provider import format_answer
 from giant.llm.types import AnswerAction, CallContext, Conversation, CropAction, ModelTurn, Step, Usage
 from giant.wsi.synthetic import write_synthetic_slide
 
@@ -64,14 +65,14 @@ def timed_run(root: Path, items: list[Item], agent: AgentConfig, latency: float,
     started = time.perf_counter()
     summary = asyncio.run(
         run_eval(
-            RunData(items, root / "wsi", "bench"),
+            JobData(items, root / "wsi", "bench"),
             RunServices(LatencyProvider(latency, agent.crop_size), progress_bar=False),
             agent=agent,
             run=shipped(RunOptions, concurrency=concurrency),
             out_dir=out,
             config_hash="bench",
         )
-    )
+    ).summary
     wall = time.perf_counter() - started
     if summary.counts_by_status != {"answered": len(items)}:
         raise SystemExit(f"benchmark run failed: {summary.counts_by_status} {summary.failure_reasons}")

@@ -11,17 +11,20 @@ import functools
 import hashlib
 import json
 import tempfile
+from functools import partial
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from giant import registry
 from giant.agent.modes import MODES, AgentConfig
 from giant.agent.wording import prompts_digest
 from giant.confdir import CONF_DIR, PROJECT_ROOT
 from giant.data.file_kind import not_a_file
+from giant.data.loaders.base import LOADERS
 from giant.errors import ConfigError
 from giant.eval.annotation_settings import AnnotationSettings
 from giant.eval.run_options import RunOptions
@@ -98,9 +101,9 @@ def _check_folder(setting: str, folder: Path) -> None:
 
 class DatasetSettings(_Strict):
     name: Data[str] = Field(min_length=1, description="The dataset; picking `dataset=<name>` sets it.")
-    source: Data[Literal["multipathqa", "demo", "custom"]] = Field(
-        description="multipathqa: rows of MultiPathQA.csv; demo: the generated synthetic slides; custom: "
-        "your own task file (dataset.path)."
+    source: Data[Annotated[str, AfterValidator(partial(registry.known, "loader"))]] = Field(
+        description="The loader the questions come through (giant.data.loaders): multipathqa: rows of "
+        "MultiPathQA.csv; demo: the generated synthetic slides; custom: your own task file (dataset.path)."
     )
     benchmark: Data[str | None] = Field(
         description="The benchmark_name rows of the CSV to use; null: every task in it."
@@ -180,7 +183,7 @@ class RunSettings(_Strict):
     @classmethod
     def from_config(cls, cfg: DictConfig) -> RunSettings:
         """Resolve, validate and cross-check; raises ConfigError (one line) on any problem."""
-        cfg = _without_dry_run_server(cfg)
+        cfg = _without_server_address(cfg)
         data = resolve(cfg)
         run_keys = set(RunOptions.model_fields)
         sections = {
@@ -204,23 +207,23 @@ class RunSettings(_Strict):
     def cross_check(self) -> None:
         """What each model alone cannot see: combinations a provider or agent cannot serve."""
         # Provider checks (a script that exists, a server URL, thinking limits) live in the
-        # provider's own settings model (giant/llm/config.py).
+        # provider's own settings model (giant/llm/providers/<name>/).
         ds = self.dataset
         missing = []  # every missing file or folder at once: one does not hide another
         for name, path in (("dataset.csv_path", ds.csv_path), ("dataset.slidebench_fix", ds.slidebench_fix)):
             if path is not None and not path.is_file():
                 missing.append(f"{name}={path}: file not found; pass an existing CSV file")
-        if ds.source == "custom" and ds.path is None:
-            missing.append("dataset=custom reads your task file: pass dataset.path=FILE (CSV or JSONL)")
-        if ds.source == "custom" and ds.path is not None and (kind := not_a_file(ds.path)) is not None:
+        # a task file's slides are checked row by row (giant.data.loaders), absolute paths need no root
+        task_file = LOADERS[ds.source].task_file
+        if task_file and ds.path is None:
+            missing.append(f"dataset={ds.name} reads your task file: pass dataset.path=FILE (CSV or JSONL)")
+        if task_file and ds.path is not None and (kind := not_a_file(ds.path)) is not None:
             missing.append(f"dataset.path={ds.path}: {kind}; pass your task file (CSV or JSONL)")
-        if ds.source != "custom" and ds.path is not None:
+        if not task_file and ds.path is not None:
             raise ConfigError(
-                f"dataset.path is read by dataset=custom only, not dataset={ds.name}; add dataset=custom"
+                f"dataset.path is read by a task file's dataset, not dataset={ds.name}; add dataset=custom"
             )
-        # a task file's slides are checked row by row (giant.data.custom), absolute paths need no root
-        checked_root = ds.source != "custom"
-        if checked_root and ds.wsi_root is not None and not ds.wsi_root.is_dir() and not self.run.dry_run:
+        if not task_file and ds.wsi_root is not None and not ds.wsi_root.is_dir() and not self.run.dry_run:
             # dataset.wsi_root follows paths.wsi_root: name the one the user set
             name = "paths.wsi_root" if ds.wsi_root == self.paths.wsi_root else "dataset.wsi_root"
             missing.append(
@@ -336,9 +339,11 @@ def shipped(model: type[_Section], **changes: object) -> _Section:
 MISSING_BASE_URL = "provider.base_url is required: pass provider.base_url=VALUE on the command line"
 
 
-def _without_dry_run_server(cfg: DictConfig) -> DictConfig:
-    """A dry run contacts nothing: provider=openai_compatible may leave its server's base_url unset."""
-    provider = cfg.get("provider") if cfg.get("dry_run") else None
+def _without_server_address(cfg: DictConfig) -> DictConfig:
+    """provider=openai_compatible may leave its server's base_url unset for a dry run, which contacts
+    nothing, and for a job that starts its own server (server=...), which gives the address once it
+    has a port (giant.job)."""
+    provider = cfg.get("provider") if cfg.get("dry_run") or cfg.get("server") is not None else None
     if provider is None or provider.get("name") != "openai_compatible":
         return cfg
     if not OmegaConf.is_missing(provider, "base_url"):

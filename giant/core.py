@@ -56,9 +56,6 @@ class AnswerSpace(BaseModel):
     n_options: int = 0  # option: answers are 1..n_options; grade: answers are 0..5 (ISUP)
 
 
-Metric = Literal["accuracy", "balanced_accuracy"]
-
-
 class Item(BaseModel):
     """One benchmark question, the unit every later stage (agent, runner, scorer) works on."""
 
@@ -70,7 +67,7 @@ class Item(BaseModel):
     prompt: str  # fully rendered question text sent to the model
     options: tuple[str, ...] = ()  # empty for panda
     truth: int  # canonical label: 1-based option index, or ISUP grade 0..5 for panda
-    metric: Metric
+    metric: str  # a registered metric's name (giant.eval.metrics), checked by the loader
     file_id: str = ""
 
     @property

@@ -19,8 +19,8 @@ from omegaconf import DictConfig, OmegaConf
 from giant.config import RunSettings
 from giant.context import JobContext
 from giant.core import Item
-from giant.data.defects import Defect
 from giant.errors import EXIT_INCOMPLETE, EXIT_SETUP, EXIT_UNTRACKED, ConfigError, RunStopped
+from giant.eval.items import JobData
 from giant.record import OVERVIEWS_DIR, TRAJECTORIES_DIR, JobLayout, write_resolved_config
 from giant.record.layout import CONFIG_ARTIFACTS, HYDRA_DIR
 from giant.record.summary import Summary
@@ -29,11 +29,10 @@ from giant.tracking.names import OUTPUT_DIR_TAG, OVERRIDES_TAG
 if TYPE_CHECKING:  # imported where used: a dry run never loads MLflow
     from collections.abc import Callable
 
-    from giant.data.digest import DatasetDigests
     from giant.data.slides import Located
     from giant.eval.annotation_settings import AnnotationSettings
     from giant.interrupt import StopRequest
-    from giant.llm.serve import ServerSettings
+    from giant.record.read import JobRecord
     from giant.record.trajectory import Trajectory
     from giant.tracking.mlflow_logger import JobRun
     from giant.tracking.viewer import Outlines
@@ -43,88 +42,26 @@ log = logging.getLogger(__name__)
 RESUME_DIR = "resume"  # under paths.cache_dir: run key -> output directory and MLflow run id
 
 
-class JobData:
-    """The items of a job, where their slides are, the data defects that concern them, and which
-    version of each task it scores (giant.data.digest, over every item of the task as loaded)."""
-
-    def __init__(
-        self,
-        items: list[Item],
-        wsi_root: Path,
-        dataset_hash: str,
-        defects: list[Defect],
-        digests: DatasetDigests | None = None,
-        annotations: AnnotationSettings | None = None,
-    ) -> None:
-        self.items = items
-        self.wsi_root = wsi_root
-        self.dataset_hash = dataset_hash
-        self.defects = defects
-        self.digests = digests
-        self.annotations = annotations  # dataset.annotations with the demo's own folder filled in
-
-
 def load_data(settings: RunSettings) -> JobData:
-    from giant.data.digest import DatasetDigests
-    from giant.data.multipathqa import HubFile, load_multipathqa
+    """The items through the loader `dataset.source` names (giant.data.loaders), then those `item_ids`
+    and `limit` pick."""
+    from giant.data.loaders import LOADERS
 
     ds = settings.dataset
-    annotations = ds.annotations
-    if ds.source == "custom":
-        assert ds.path is not None  # RunSettings.cross_check
-        return _task_file_data(settings, ds.path, ds.wsi_root or settings.paths.wsi_root, annotations)
-    if ds.source == "demo" and ds.csv_path is None:  # the demo's questions are a task file
-        from giant.data.demo import build_demo
-
-        demo = build_demo(settings.paths.cache_dir / "demo")
-        if annotations.path is None:  # the painted markers, as GeoJSON
-            annotations = annotations.model_copy(update={"path": demo.annotations})
-        return _task_file_data(settings, demo.task_file, demo.wsi_root, annotations)
-    csv: Path | HubFile = ds.csv_path or HubFile(ds.hf_repo, ds.hf_file, settings.paths.cache_dir / "hf")
-    wsi_root = ds.wsi_root
-    dataset = load_multipathqa(
-        csv,
-        benchmarks=[ds.benchmark] if ds.benchmark else None,
-        slidebench_fix=ds.slidebench_fix,
-        drop_defective=ds.drop_defective,
+    loaded = LOADERS[ds.source].load(
+        ds,
+        wsi_root=ds.wsi_root or settings.paths.wsi_root,
+        cache_dir=settings.paths.cache_dir,
+        check_slides=not settings.run.dry_run,
     )
-    for defect in dataset.defects:
-        log.warning(
-            "dataset: %s/%s %s (%s)",
-            defect.benchmark,
-            defect.benchmark_id,
-            defect.description,
-            defect.resolution,
-        )
-    items = select_items(dataset.items, limit=settings.run.limit, item_ids=settings.run.item_ids)
-    root = wsi_root if wsi_root is not None else settings.paths.wsi_root
+    items = select_items(loaded.items, limit=settings.run.limit, item_ids=settings.run.item_ids)
     chosen = {item.key for item in items}
     # A kept or repaired defect matters when its item runs; a dropped one always shaped the item set.
-    defects = [d for d in dataset.defects if d.resolution == "dropped" or d.key in chosen]
-    digests = DatasetDigests.of(dataset.items, location=dataset.source)
-    return JobData(items, root, dataset.content_hash, defects, digests, annotations)
-
-
-def _task_file_data(
-    settings: RunSettings, path: Path, root: Path, annotations: AnnotationSettings
-) -> JobData:
-    """A task file (giant.data.custom): every row checked before anything is paid, every problem on its
-    own line (a ConfigError: exit 2, no MLflow run, no call)."""
-    from giant.data.custom import load_task_file
-    from giant.data.digest import DatasetDigests
-    from giant.data.multipathqa import content_hash
-
-    ds = settings.dataset
-    loaded = load_task_file(path, root, check_slides=not settings.run.dry_run)
-    items = loaded.items
-    if ds.benchmark:
-        items = [item for item in items if item.benchmark == ds.benchmark]
-        if not items:
-            tasks = ", ".join(sorted({item.benchmark for item in loaded.items}))
-            raise ConfigError(f"dataset.benchmark={ds.benchmark}: no such task in {path}; its tasks: {tasks}")
-    digests = DatasetDigests.of(items, location=str(path.absolute()))
-    chosen = select_items(items, limit=settings.run.limit, item_ids=settings.run.item_ids)
-    return JobData(chosen, loaded.wsi_root, content_hash(items), [], digests, annotations)
+    defects = [d for d in loaded.defects if d.resolution == "dropped" or d.key in chosen]
+    annotations = ds.annotations
+    if annotations.path is None and loaded.annotations is not None:  # the demo's painted markers
+        annotations = annotations.model_copy(update={"path": loaded.annotations})
+    return JobData(items, loaded.wsi_root, loaded.dataset_hash, defects, loaded.digests, annotations)
 
 
 def select_items(items: Sequence[Item], *, limit: int | None, item_ids: Sequence[str] | None) -> list[Item]:
@@ -146,31 +83,17 @@ def select_items(items: Sequence[Item], *, limit: int | None, item_ids: Sequence
 
 def run_job(cfg: DictConfig, context: JobContext) -> Summary | None:
     """Run one job in `context.output_dir`; returns its summary (None for a dry run). With
-    `server=...` the job first starts its own model server and stops it when it ends."""
-    server = _server(cfg)
+    `server=...` the job first starts its own model server, on a port, with provider.base_url pointed
+    at it, and stops it when it ends."""
     settings = RunSettings.from_config(cfg)  # checked whole before a server starts
-    if server is None or settings.run.dry_run:
+    if cfg.get("server") is None or settings.run.dry_run:
         return _run(settings, context)
-    from giant.llm.serve import served
+    from giant.llm.serve import ServerSettings, served
 
-    with served(server, settings.provider.model, context.output_dir):
-        return _run(settings, context)
-
-
-def _server(cfg: DictConfig) -> ServerSettings | None:
-    """The job's own server (conf/server/), on a port, with provider.base_url pointed at it."""
-    if cfg.get("server") is None:
-        return None
-    from giant.llm.serve import ServerSettings
-
-    if cfg.provider.get("name") != "openai_compatible":
-        raise ConfigError(
-            f"server=... serves provider=openai_compatible, not provider={cfg.provider.get('name')}; "
-            "add provider=openai_compatible"
-        )
     server = ServerSettings.from_data(OmegaConf.to_container(cfg.server, resolve=True)).on_a_port()
-    cfg.provider.base_url = server.base_url
-    return server
+    provider = settings.provider.model_copy(update={"base_url": server.base_url})
+    with served(server, settings.provider.model, context.output_dir):
+        return _run(settings.model_copy(update={"provider": provider}), context)
 
 
 def _run(settings: RunSettings, context: JobContext) -> Summary | None:
@@ -257,7 +180,7 @@ def _run_task(settings: RunSettings, data: JobData, context: JobContext) -> Summ
     from giant.eval.annotations import Annotations
     from giant.eval.gpu_cost import GpuRate
     from giant.eval.resume import ResumeIndex, run_key
-    from giant.eval.runner import RunData, RunServices, run_eval
+    from giant.eval.runner import RunServices, run_eval
     from giant.llm.batch import batch_collector
     from giant.llm.config import SdkSettings
     from giant.llm.factory import build_provider, provider_class
@@ -310,10 +233,9 @@ def _run_task(settings: RunSettings, data: JobData, context: JobContext) -> Summ
             annotations=annotations,
             stop=stop,
         )
-        run_data = RunData(data.items, data.wsi_root, data.dataset_hash, data.defects, located)
-        summary = asyncio.run(
+        record = asyncio.run(
             run_eval(
-                run_data,
+                replace(data, located=located),
                 services,
                 agent=settings.agent,
                 run=settings.run,
@@ -322,16 +244,16 @@ def _run_task(settings: RunSettings, data: JobData, context: JobContext) -> Summ
                 resume_from=resume_from,
             )
         )
-        summary = _with_digests(summary, data, out_dir)
+        record.config = settings.record()
+        summary = record.summary
         if stop.requested and not summary.complete:  # a stop after the last item changes nothing
             raise Interrupted(stop)
-        layout = JobLayout(out_dir)
         outputs = write_outputs(
-            settings, summary, layout, run_id=job.run_id if job else None, annotations=data.annotations
+            settings, record, run_id=job.run_id if job else None, annotations=data.annotations
         )
         untracked = None
         if job is not None:
-            untracked = _finish_tracking_within(job, settings, summary, layout, outputs, stop)
+            untracked = _finish_tracking_within(job, settings, record, outputs, stop)
     _report(settings, summary, out_dir, job.run_id if job else None)
     _end(settings, summary, untracked)
     return summary
@@ -346,18 +268,6 @@ def _end(settings: RunSettings, summary: Summary, untracked: str | None) -> None
         raise RunStopped(f"incomplete: {summary.incomplete_reason}{also}", EXIT_INCOMPLETE)
     if untracked:
         raise RunStopped(untracked, EXIT_UNTRACKED)
-
-
-def _with_digests(summary: Summary, data: JobData, out_dir: Path) -> Summary:
-    """summary.json says which version of each task's questions the job scored (giant.data.digest)."""
-    from giant.record import write_summary
-
-    if data.digests is None:
-        return summary
-    provenance = summary.provenance.model_copy(update={"dataset_digests": data.digests})
-    summary = summary.model_copy(update={"provenance": provenance})
-    write_summary(out_dir, summary)
-    return summary
 
 
 def _provider_hint(settings: RunSettings, summary: Summary) -> str:
@@ -506,35 +416,36 @@ def _start_tracking(
 
 def write_outputs(
     settings: RunSettings,
-    summary: Summary,
-    layout: JobLayout,
+    record: JobRecord,
     *,
     run_id: str | None = None,
     annotations: AnnotationSettings | None = None,
 ) -> dict[str, Path]:
-    """The job folder's derived files, written with or without MLflow (tracking only uploads them):
-    artifact path -> file. The trajectory.html pages go into the trajectory folders; `run_id` is the
-    MLflow run they are logged to (their images then also load in MLflow's artifact view);
-    `annotations` (the job's, JobData.annotations) draw the target regions under the crop boxes."""
+    """The job folder's derived files, made from the job's record in memory and written with or without
+    MLflow (tracking only uploads them): artifact path -> file. The trajectory.html pages go into the
+    trajectory folders; `run_id` is the MLflow run they are logged to (their images then also load in
+    MLflow's artifact view); `annotations` (the job's, JobData.annotations) draw the target regions
+    under the crop boxes."""
     from giant.tracking.artifacts import write_confusion_matrix, write_defects, write_predictions
     from giant.tracking.viewer import write_job_pages
 
+    summary, layout = record.summary, _layout(record)
     files: dict[str, Path] = {}
-    predictions = write_predictions(layout)
-    if predictions is not None:
-        files[predictions.name] = predictions
-        if summary.metric_name == "balanced_accuracy":
-            matrix = write_confusion_matrix(layout, title=f"{summary.benchmark} (n={summary.n_items})")
-            if matrix is not None:
-                files[matrix.name] = matrix
+    predictions = write_predictions(layout, record.records)
+    files[predictions.name] = predictions
+    if summary.metric_name == "balanced_accuracy":
+        title = f"{summary.benchmark} (n={summary.n_items})"
+        matrix = write_confusion_matrix(layout, record.records, title=title)
+        if matrix is not None:
+            files[matrix.name] = matrix
     defects = write_defects(summary.dataset_defects, layout)
     if defects is not None:
         files[defects.name] = defects
     resolved = write_resolved_config(layout.out_dir, settings.record())
     files[f"{CONFIG_ARTIFACTS}/{resolved.name}"] = resolved
     outlines = _outlines(annotations)  # each slide's annotations read once (giant.eval.annotations)
-    write_job_pages(layout.out_dir, mlflow_run_id=run_id, outlines=outlines)
-    report = _write_run_report(layout, outlines, run_id)
+    write_job_pages(layout.out_dir, mlflow_run_id=run_id, outlines=outlines, job=record)
+    report = _write_run_report(record, outlines, run_id)
     if report is not None:
         files[report.name] = report
         files.update({f"{OVERVIEWS_DIR}/{page.name}": page for page in layout.overviews.glob("*.html")})
@@ -555,9 +466,13 @@ def _outlines(settings: AnnotationSettings | None) -> Callable[[Trajectory], Out
     return lambda traj: found.outlines(Path(traj.slide_path), traj.slide_width, traj.slide_height)
 
 
-def finish_tracking(
-    job: JobRun, settings: RunSettings, summary: Summary, layout: JobLayout, outputs: dict[str, Path]
-) -> None:
+def _layout(record: JobRecord) -> JobLayout:
+    assert record.folder is not None  # a record the job made has its folder
+    return JobLayout(record.folder)
+
+
+def finish_tracking(job: JobRun, settings: RunSettings, record: JobRecord, outputs: dict[str, Path]) -> None:
+    summary, layout = record.summary, _layout(record)
     job.log_summary(summary)
     files = {path.name: path for path in (layout.results, layout.summary)}
     files.update({log_file.name: log_file for log_file in layout.out_dir.glob("*.log")})  # Hydra's job log
@@ -568,19 +483,14 @@ def finish_tracking(
         from giant.tracking.traces import log_traces
 
         try:
-            log_traces(job, layout.out_dir)
+            log_traces(job, layout.out_dir, record)
         except Exception as exc:  # a view of the record, like the report: never worth failing a run over
             log.warning("MLflow traces: not all written (%s); rerun the same command to add them", exc)
     job.finish("FAILED" if summary.setup_failure else "FINISHED")  # a halted run is never FINISHED
 
 
 def _finish_tracking_within(
-    job: JobRun,
-    settings: RunSettings,
-    summary: Summary,
-    layout: JobLayout,
-    outputs: dict[str, Path],
-    stop: StopRequest,
+    job: JobRun, settings: RunSettings, record: JobRecord, outputs: dict[str, Path], stop: StopRequest
 ) -> str | None:
     """finish_tracking, waiting at most tracking.finish_timeout_s for a server that stopped answering
     (giant.tracking.deadline): None once MLflow has the job, else the line that says where the results
@@ -601,7 +511,7 @@ def _finish_tracking_within(
     try:
         within(
             tracking.finish_timeout_s,
-            lambda: finish_tracking(job, settings, summary, layout, outputs),
+            lambda: finish_tracking(job, settings, record, outputs),
             answers=server_probe(tracking.uri),
             stop=stop,
         )
@@ -610,7 +520,7 @@ def _finish_tracking_within(
         return (
             f"MLflow at {redact_urls(tracking.uri)} {exc} when the job ended "
             f"(tracking.finish_timeout_s={tracking.finish_timeout_s:g}): the job's records are in "
-            f"{layout.out_dir} but not in MLflow; rerun the same command once the server answers to log "
+            f"{record.folder} but not in MLflow; rerun the same command once the server answers to log "
             "them (no item is run again)"
         )
     except (KeyboardInterrupt, Interrupted):
@@ -621,16 +531,15 @@ def _finish_tracking_within(
 
 
 def _write_run_report(
-    layout: JobLayout,
-    outlines: Callable[[Trajectory], Outlines] | None = None,
-    run_id: str | None = None,
+    record: JobRecord, outlines: Callable[[Trajectory], Outlines] | None, run_id: str | None
 ) -> Path | None:
     """report.html at the top of the job folder (giant.report), after the pages it links to, with the
     overviews of slides several runs looked at (`outlines` under their boxes)."""
     from giant.report import write_report
 
+    layout = _layout(record)
     try:
-        return write_report(layout.out_dir, outlines, run_id)
+        return write_report(layout.out_dir, outlines, run_id, job=record)
     except Exception as exc:  # like the viewer pages: a report is never worth losing a run over
         log.warning("report: no %s for %s (%s)", layout.report.name, layout.out_dir, exc)
         return None
@@ -642,12 +551,13 @@ def _report(settings: RunSettings, summary: Summary, out_dir: Path, run_id: str 
     where = f"; MLflow run {run_id}" if run_id else ""
     cost = summary.totals.cost_usd
     dollars = "unknown" if cost is None else f"${cost:.4f}"
+    from giant.record.headline import method_label, navigation_phrase
+
     agent = settings.agent
-    head = f"{summary.benchmark} {agent.mode} T={agent.max_steps} S={agent.crop_size}:"
+    head = f"{summary.benchmark} {method_label(agent.mode, agent.max_steps, agent.crop_size)}:"
     if summary.setup_failure:
         print(f"{head} STOPPED, no score ({dollars} spent) -> {out_dir}{where}")
         return
-    from giant.record.headline import navigation_phrase
 
     missing = f", {summary.n_slides_missing} slides missing" if summary.n_slides_missing else ""
     if summary.n_unmeasured:  # a score would count the unmeasured item-runs as the model's failures

@@ -1,11 +1,12 @@
 """One registry for what a run picks by name: agent modes (`agent=<mode>`), providers
-(`provider=<name>`) and tools (`agent.tools=[<name>]`).
+(`provider=<name>`), tools (`agent.tools=[<name>]`), dataset loaders (`dataset.source`) and metrics
+(a task's metric; every registered metric is scored and logged under its name).
 
-A member is registered under its kind and name (`register(kind, name)`), and each kind's members live
-in one folder, its home: every module or package there that is not part of the kind's contract is
-imported the first time the kind is read (`members`), whatever was imported before. So adding a mode,
-provider or tool is one module or package in its home plus its conf/ YAML file, named nowhere else,
-and no import order can leave a member out.
+A member is registered under its kind and name with one decorator, `@register(kind)`, and each kind's
+members live in one folder, its home: every module or package there that is not part of the kind's
+contract is imported the first time the kind is read (`members`), whatever was imported before. So
+adding a mode, provider, tool, loader or metric is one module or package in its home (plus its conf/
+YAML file, where the kind has settings), named nowhere else, and no import order can leave a member out.
 
 Each kind's settings are derived the same way (`settings_models`): a member's `settings` model (a
 provider's member is its settings model); the run's config joins them as a union told apart by one
@@ -23,17 +24,18 @@ from typing import Annotated, Any, Literal, TypeVar, Union
 
 from pydantic import BaseModel, Field
 
-Kind = Literal["mode", "provider", "tool"]
+Kind = Literal["mode", "provider", "tool", "loader", "metric"]
 
 # Each kind's home package and the modules there that hold its contract rather than a member.
 HOMES: dict[Kind, tuple[str, frozenset[str]]] = {
     "mode": ("giant.agent.modes", frozenset({"base"})),
     "provider": ("giant.llm.providers", frozenset()),
     "tool": ("giant.tools", frozenset({"base", "registry", "scorer", "settings"})),
+    "loader": ("giant.data.loaders", frozenset({"base"})),
+    "metric": ("giant.eval.metrics", frozenset({"base"})),
 }
-# The members every home holds beside its folder: the built-in providers are defined in
-# giant.llm.config, beside their shared bases.
-BUILT_IN: dict[Kind, tuple[str, ...]] = {"mode": (), "provider": ("giant.llm.config",), "tool": ()}
+# The kinds whose members are used as objects: their class is registered as its one instance.
+INSTANCES: frozenset[Kind] = frozenset({"mode", "loader", "metric"})
 
 _members: dict[Kind, dict[str, Any]] = {kind: {} for kind in HOMES}
 _found: set[Kind] = set()
@@ -50,10 +52,12 @@ def add(kind: Kind, name: str, member: Any) -> None:
 
 
 def register(kind: Kind, name: str | None = None) -> Callable[[T], T]:
-    """Class decorator: register the class as `name` of `kind` (None: its `name` attribute)."""
+    """Class decorator: register the class (its instance, for the kinds in INSTANCES) as `name` of
+    `kind` (None: its `name` attribute)."""
 
     def decorate(cls: T) -> T:
-        add(kind, name if name is not None else _own_name(cls), cls)
+        member = cls() if kind in INSTANCES else cls  # type: ignore[operator]
+        add(kind, name if name is not None else _own_name(cls), member)
         return cls
 
     return decorate
@@ -74,7 +78,7 @@ def unregister(kind: Kind, name: str) -> None:
 
 
 def _find(kind: Kind) -> None:
-    """Import the kind's home folder (sorted: the union's order) and built-in modules, once."""
+    """Import the kind's home folder (sorted: the union's order), once."""
     if kind in _found:
         return
     home, contract = HOMES[kind]
@@ -84,10 +88,9 @@ def _find(kind: Kind) -> None:
             "imports, at its top, a module built from the registry (giant.config, giant.tools.settings, "
             "the settings union); import that inside the function that needs it"
         )
-    # The built-in modules and the home package first: one that builds a settings union at import
-    # reads the registry itself, and that read finds the members.
-    for module in (*BUILT_IN[kind], home):
-        importlib.import_module(module)
+    # The home package first: one that builds a settings union at import (giant.llm.providers imports
+    # giant.llm.config) reads the registry itself, and that read finds the members.
+    importlib.import_module(home)
     if kind in _found:
         return
     _finding.add(kind)
@@ -126,6 +129,13 @@ def members(kind: Kind) -> Members:
     return Members(kind)
 
 
+def known(kind: Kind, name: str) -> str:
+    """`name` when a member of `kind` has it (a validator's check); else a ValueError line naming them."""
+    if name not in (found := members(kind)):
+        raise ValueError(f"unknown {kind} {name!r}; use one of {', '.join(found)}")
+    return name
+
+
 def settings_models(kind: Kind) -> dict[str, type[BaseModel]]:
     """Each member's settings model by name: its `settings`, or the member itself when it is one."""
     return {
@@ -147,12 +157,15 @@ def owners(kind: Kind, setting: str) -> list[str]:
 
 __all__ = [
     "HOMES",
+    "INSTANCES",
     "Kind",
     "Members",
     "add",
+    "known",
     "members",
     "owners",
     "register",
     "settings_models",
     "settings_union",
+    "unregister",
 ]

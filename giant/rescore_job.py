@@ -30,13 +30,13 @@ from giant.config import (
 from giant.context import JobContext
 from giant.errors import ConfigError
 from giant.eval.annotations import Annotations
+from giant.eval.items import JobData
 from giant.eval.navigation import renavigate
 from giant.eval.rescore_records import changed_record, rescore_records, rescore_summary
-from giant.job import JobData, finish_tracking, load_data, write_outputs
+from giant.job import finish_tracking, load_data, write_outputs
 from giant.llm.config import ProviderConfig, settings_class
 from giant.record import JobLayout, write_results, write_summary
 from giant.record.read import FIX, JobRecord, read_job
-from giant.record.summary import Summary
 from giant.roles import Role
 from giant.tools.settings import ToolSettings
 from giant.tracking.job_runs import MlflowRuns
@@ -125,12 +125,12 @@ def rescore_job(cfg: DictConfig, context: JobContext) -> float:
         scoring=run.scoring,
     )
     out_dir = context.output_dir
-    layout = JobLayout(out_dir)
-    write_results(layout.results, records)
+    write_results(JobLayout(out_dir).results, records)
     write_summary(out_dir, summary)
-    outputs = write_outputs(settings, summary, layout)
+    rescored = JobRecord(str(out_dir), records, summary, record, folder=out_dir)
+    outputs = write_outputs(settings, rescored)
     tracked_run = settings.tracking.enabled
-    run_id = _track(settings, source, data, summary, layout, outputs, context) if tracked_run else None
+    run_id = _track(settings, source, data, rescored, outputs, context) if tracked_run else None
     before = source.summary.metric.point
     where = f"; MLflow run {run_id}" if run_id else ""
     print(
@@ -205,8 +205,7 @@ def _track(
     settings: RunSettings,
     source: JobRecord,
     data: JobData,
-    summary: Summary,
-    layout: JobLayout,
+    rescored: JobRecord,
     outputs: dict[str, Path],
     context: JobContext,
 ) -> str:
@@ -219,7 +218,7 @@ def _track(
             settings,
             data.items,
             dataset_hash=data.dataset_hash,
-            git_commit=summary.provenance.git_commit,
+            git_commit=rescored.summary.provenance.git_commit,
             sweep_id=source.tags.get(SWEEP_ID_TAG, ""),
             digests=data.digests,
         )
@@ -227,12 +226,12 @@ def _track(
     tags[RESCORE_TAG] = source.run.run_id if source.run else str(Path(source.where).resolve())
     if source.run and source.run.start_time:
         tags[SOURCE_START_TAG] = str(source.run.start_time)
-    tags[OUTPUT_DIR_TAG] = str(layout.out_dir)
+    tags[OUTPUT_DIR_TAG] = str(rescored.folder)
     tags[OVERRIDES_TAG] = " ".join(context.overrides)[:5000]
     if not settings.tracking.run_name:
-        name = f"{run_name(settings, summary.benchmark)}-rescore"
+        name = f"{run_name(settings, rescored.summary.benchmark)}-rescore"
         settings.tracking = settings.tracking.model_copy(update={"run_name": name})
     job = JobRun.start(settings, tags=tags, sweep=None)
     with tracked(job):
-        finish_tracking(job, settings, summary, layout, outputs)
+        finish_tracking(job, settings, rescored, outputs)
     return job.run_id

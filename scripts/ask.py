@@ -60,7 +60,7 @@ def fail(message: str, code: int) -> NoReturn:
 
 
 def ask(cfg: DictConfig) -> None:
-    from giant.agent import run_episode
+    from giant.agent.episode import run_episode
     from giant.core import Item
     from giant.data.prompts import render_prompt
     from giant.eval.scoring import score_trajectory

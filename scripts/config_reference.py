@@ -34,10 +34,9 @@ from giant.confdir import CONF_DIR, compose, group_options
 from giant.config import GROUPS, DatasetSettings, PathSettings, RunOptions, TrackingSettings, record_roles
 from giant.fetch_job import FetchOptions
 from giant.llm.serve import ServerSettings
-from giant.registry import Kind, members, settings_models
+from giant.registry import Kind, known, members, settings_models
 from giant.rescore_job import RescoreSettings
 from giant.roles import Role, role_of
-from giant.tools.registry import known_tool
 
 MISSING = "???"  # Hydra's mark of a value the user must pass
 NAMED = "the option's name"  # the default of a group's discriminator (agent.mode, provider.name)
@@ -225,9 +224,18 @@ def choices(annotation: Any) -> list[str]:
         return [format_value(value) for value in args]
     if isinstance(annotation, type) and issubclass(annotation, Enum):
         return [format_value(member.value) for member in annotation]
-    if origin is Annotated and any(getattr(item, "func", None) is known_tool for item in args[1:]):
-        return sorted(members("tool"))
+    if origin is Annotated and (names := registered(args[1:])):
+        return names
     return [value for arg in (args[:1] if origin is Annotated else args) for value in choices(arg)]
+
+
+def registered(metadata: Sequence[Any]) -> list[str]:
+    """The members of the kind whose name a validator `partial(giant.registry.known, kind)` checks."""
+    for item in metadata:
+        check = getattr(item, "func", None)
+        if isinstance(check, functools.partial) and check.func is known:
+            return sorted(members(check.args[0]))
+    return []
 
 
 # A field's constraints as the Type cell writes them, in this order.
@@ -246,7 +254,7 @@ def bounds(info: FieldInfo) -> str:
     """ge/gt/le/lt, lengths, a pattern and the allowed values of a field, as one short phrase."""
     found = [(form, getattr(item, attr, None)) for item in info.metadata for attr, form in _BOUNDS.items()]
     parts = [form.format(format_value(value)) for form, value in found if value is not None]
-    if allowed := list(dict.fromkeys(choices(info.annotation))):
+    if allowed := list(dict.fromkeys(choices(info.annotation) or registered(info.metadata))):
         each = "each " if get_origin(info.annotation) in (list, tuple, set) else ""
         parts.append(f"{each}one of " + ", ".join(f"`{value}`" for value in allowed))
     return ", ".join(parts)

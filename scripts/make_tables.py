@@ -64,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from giant.errors import ConfigError
     from giant.tracking.sweep_result import COST_HEADING, TABLE_HEADING
-    from giant.tracking.tables import cost_markdown, load_runs, log_report, to_markdown, write_report
+    from giant.tracking.tables.formats import cost_markdown, to_markdown
+    from giant.tracking.tables.load import load_runs
+    from giant.tracking.tables.report import log_report, write_report
 
     mlflow.set_tracking_uri(args.tracking_uri)
     try:

@@ -12,8 +12,15 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from giant.record import TRAJECTORY_FILE, JobLayout, has_trajectory, read_trajectory
-from giant.tracking.viewer import Scored, scored_folders, write_html
+from giant.record import (
+    TRAJECTORY_FILE,
+    JobLayout,
+    has_trajectory,
+    latest_by_slot,
+    read_results,
+    read_trajectory,
+)
+from giant.tracking.viewer import Scored, scored, write_html
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,7 +58,12 @@ def main(argv: list[str] | None = None) -> int:
 def _scored(folder: Path) -> Scored:
     """The folder's truth, verdict and label when it sits in a job folder (trajectories/<key>/run<k>)."""
     job = JobLayout.of_trajectory(folder)
-    return scored_folders(job.out_dir).get(folder.resolve(), Scored()) if job is not None else Scored()
+    if job is None:
+        return Scored()
+    for record in latest_by_slot(read_results(job.results)).values():
+        if record.trajectory and (job.out_dir / record.trajectory).resolve() == folder.resolve():
+            return scored(record)
+    return Scored()
 
 
 if __name__ == "__main__":

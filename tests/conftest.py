@@ -12,6 +12,10 @@ from tests.browser import browser, chromium  # noqa: F401  (the headless Chromiu
 from tests.helpers.store import demo_store, empty_store_db  # noqa: F401  (a read-only demo store; a template)
 from tests.helpers.ui import demo_ui  # noqa: F401  (make ui over it)
 
+# pytester: tests/test_suite_shape.py runs a small suite inside the suite; the guard: a test that starts
+# a job script in a subprocess is marked subprocess_job (tests/helpers/subprocess_guard.py).
+pytest_plugins = ["pytester", "tests.helpers.subprocess_guard"]
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 

@@ -45,6 +45,7 @@ def _result(summary: Summary) -> dict[str, object]:
     return data
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_evaluate_gives_what_the_command_line_gives(tmp_path: Path) -> None:
     overrides = _overrides(tmp_path)

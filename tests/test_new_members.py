@@ -1,28 +1,38 @@
-"""Adding a provider is a package in giant/llm/providers/ plus conf/provider/<name>.yaml, and adding an
-agent mode a module in giant/agent/modes/ plus conf/agent/<name>.yaml, as adding a tool is a package and
-a YAML file (tests/tools/test_new_tool_package.py): nothing else names them (giant.registry).
+"""Adding a member of any registered kind is its own files and nothing else (giant.registry): a provider
+is a package in giant/llm/providers/ plus conf/provider/<name>.yaml, a mode a module in giant/agent/modes/
+plus conf/agent/<name>.yaml, a metric a module in giant/eval/metrics/, a dataset loader a module in
+giant/data/loaders/ plus the conf/dataset/<name>.yaml that picks it (a tool:
+tests/tools/test_new_tool_package.py).
 
-A real provider (a hosted OpenAI-compatible API under its own name and key variable, on the real
-openai SDK, against a loopback server) and a real mode (one call with the overview) are written the way
-a user would into a copy of giant/ and conf/; the real CLI (scripts/run_eval.py, a Hydra subprocess
-with the copy on PYTHONPATH) runs them with the real MLflow store, and the calls are priced from
-conf/pricing.yaml.
+Each is written the way a user would, into a copy of giant/ and conf/ whose other files are checked
+unchanged, and the copy runs real jobs in this process (`giant.evaluate`, its modules imported from the
+copy for the test's duration): a real provider (a hosted OpenAI-compatible API under its own name and key
+variable, on the real openai SDK, against a loopback server) and a real mode (one call with the overview),
+recorded in a real MLflow store and priced from conf/pricing.yaml; then macro-F1 and a JSON Lines question
+loader, whose items the job loads and whose metric lands in summary.json and MLflow.
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import importlib
 import json
-import os
 import shutil
-import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
+import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
+from sklearn.metrics import f1_score
 
-from giant.tracking.names import COST_METRIC
+from giant.data.demo import build_demo
+from giant.tracking.names import COST_METRIC, MAIN_METRIC
 from tests.llm.open_server import OpenServer, serving
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,7 +43,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from giant.llm.config import OpenAICompatibleSettings
+from giant.llm.providers.openai_compatible import OpenAICompatibleSettings
 from giant.registry import register
 from giant.roles import Method
 
@@ -46,7 +56,7 @@ class LoopbackSettings(OpenAICompatibleSettings):
 '''
 PROVIDER_CLASS = '''"""The loopback API's provider: Chat Completions, as the OpenAI-compatible one."""
 
-from giant.llm.openai_compatible import OpenAICompatibleProvider
+from giant.llm.providers.openai_compatible.provider import OpenAICompatibleProvider
 
 
 class LoopbackProvider(OpenAICompatibleProvider):
@@ -84,7 +94,8 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from giant.agent.config import RegionsConfig
-from giant.agent.modes.base import CallPlan, Mode, register
+from giant.agent.modes.base import CallPlan, Mode
+from giant.registry import register
 from giant.roles import Method
 
 if TYPE_CHECKING:
@@ -96,7 +107,7 @@ class GlanceConfig(RegionsConfig):
     glance_note: Method[str] = Field(description="A sentence added to the question.")
 
 
-@register
+@register("mode")
 class GlanceMode(Mode[GlanceConfig]):
     name = "glance"
     settings = GlanceConfig
@@ -131,12 +142,77 @@ max_images_in_context: null
 guides: 4
 glance_note: Look closely.
 """
+METRIC = '''"""Macro-F1: the mean F1 over the classes in the truth (a failure is no class's answer)."""
+
+import numpy as np
+
+from giant.eval.metrics.base import Metric
+from giant.registry import register
+
+
+@register("metric")
+class MacroF1(Metric):
+    name = "macro_f1"
+
+    def score(self, y_true: np.ndarray, y_pred: np.ndarray) -> float:
+        classes = np.unique(y_true)
+        hits = np.array([np.sum((y_true == c) & (y_pred == c)) for c in classes])
+        sizes = np.array([np.sum(y_true == c) + np.sum(y_pred == c) for c in classes])
+        return float(np.mean(2 * hits / sizes))
+'''
+LOADER = '''"""Questions as JSON Lines, one {"id", "slide", "question", "choices", "answer"} object a
+line (the answer is one of the choices), scored by macro-F1."""
+
+import json
+from pathlib import Path
+
+from giant.core import Item
+from giant.data.custom import render_question
+from giant.data.digest import DatasetDigests
+from giant.data.loaders.base import DatasetFields, Loaded, Loader
+from giant.registry import register
+
+
+@register("loader")
+class JsonlQuestions(Loader):
+    name = "jsonl_questions"
+    task_file = True
+
+    def load(self, ds: DatasetFields, *, wsi_root: Path, cache_dir: Path, check_slides: bool) -> Loaded:
+        from giant.data.multipathqa import content_hash
+
+        assert ds.path is not None
+        rows = [json.loads(line) for line in ds.path.read_text().splitlines() if line.strip()]
+        items = [
+            Item(
+                benchmark=ds.name,
+                benchmark_id=row["id"],
+                image_path=row["slide"],
+                prompt=render_question(row["question"], row["choices"]),
+                options=tuple(row["choices"]),
+                truth=row["choices"].index(row["answer"]) + 1,
+                metric="macro_f1",
+            )
+            for row in rows
+        ]
+        return Loaded(items, wsi_root, content_hash(items), DatasetDigests.of(items, location=str(ds.path)))
+'''
+DATASET_YAML = """# Shape questions as JSON Lines (dataset.path=FILE), scored by macro-F1.
+defaults:
+  - /dataset_common@_here_
+  - _self_
+name: shapes_jsonl
+source: jsonl_questions
+"""
 ADDED = {
     "giant/llm/providers/loopback/__init__.py": PROVIDER,
     "giant/llm/providers/loopback/provider.py": PROVIDER_CLASS,
     "conf/provider/loopback.yaml": PROVIDER_YAML,
     "giant/agent/modes/glance.py": MODE,
     "conf/agent/glance.yaml": MODE_YAML,
+    "giant/eval/metrics/macro_f1.py": METRIC,
+    "giant/data/loaders/jsonl_questions.py": LOADER,
+    "conf/dataset/shapes_jsonl.yaml": DATASET_YAML,
 }
 
 
@@ -152,12 +228,10 @@ def _files(root: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of giant/, conf/ and the entrypoint with the provider and the mode added."""
-    root = tmp_path_factory.mktemp("new_members") / "repo"  # its parent holds this test's jobs alone
+    """A copy of giant/ and conf/ with the provider, the mode, the metric and the loader added."""
+    root = tmp_path_factory.mktemp("new_members") / "repo"  # its parent holds this module's jobs alone
     for tree in ("giant", "conf"):
-        shutil.copytree(ROOT / tree, root / tree)
-    (root / "scripts").mkdir()
-    shutil.copy2(ROOT / "scripts" / "run_eval.py", root / "scripts")
+        shutil.copytree(ROOT / tree, root / tree, ignore=shutil.ignore_patterns("__pycache__"))
     before = _files(root)
     for path, text in ADDED.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
@@ -168,55 +242,81 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _run_eval(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _giants() -> dict[str, ModuleType]:
+    return {name: module for name, module in sys.modules.items() if name.split(".")[0] == "giant"}
+
+
+@contextmanager
+def the_copy(repo: Path) -> Iterator[ModuleType]:
+    """The copy's `giant` in place of this process's for the block: its modules imported afresh from
+    `repo` (third-party ones stay shared), and this process's put back after."""
+    ours = _giants()
+    for name in ours:
+        del sys.modules[name]
+    sys.path.insert(0, str(repo))
+    importlib.invalidate_caches()
+    try:
+        copy = importlib.import_module("giant")
+        assert Path(copy.__file__ or "").is_relative_to(repo)
+        yield copy
+    finally:
+        sys.path.remove(str(repo))
+        for name in _giants():
+            del sys.modules[name]
+        sys.modules.update(ours)
+
+
+def _overrides(repo: Path, *args: str) -> list[str]:
+    """A job of the copy with everything it writes beside the copy."""
     tmp = repo.parent
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIANT_", "MLFLOW_", "HYDRA_"))}
-    env.update(
-        PYTHONPATH=str(repo),  # the copy's giant, not the installed one
-        LOOPBACK_API_KEY="sk-loopback-test",
-        GIANT_CACHE_DIR=str(tmp / "cache"),
-        GIANT_OUTPUT_DIR=str(tmp / "outputs"),
-        GIANT_MULTIRUN_DIR=str(tmp / "multirun"),
-    )
-    script = repo / "scripts" / "run_eval.py"
-    return subprocess.run(
-        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=300, cwd=tmp, env=env
-    )
+    return [
+        *args,
+        f"paths.root={repo}",
+        f"paths.cache_dir={tmp / 'cache'}",
+        f"tracking.uri=sqlite:///{tmp / 'mlflow.db'}",
+        "tracking.experiment=new-members",
+    ]
 
 
+def _runs(repo: Path) -> dict[str, Any]:
+    client = MlflowClient(f"sqlite:///{repo.parent / 'mlflow.db'}")
+    [experiment] = [e for e in client.search_experiments() if e.name == "new-members"]
+    return {run.info.run_name: run for run in client.search_runs([experiment.experiment_id])}
+
+
+def _results(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.subprocess_job
 @pytest.mark.slow
-def test_a_provider_and_a_mode_added_as_files_run_through_the_cli(repo: Path) -> None:
+def test_a_provider_and_a_mode_added_as_files_run_a_job(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOPBACK_API_KEY", "sk-loopback-test")
     server = OpenServer("vllm", models=("gpt-4o",))
-    uri = f"sqlite:///{repo.parent / 'mlflow.db'}"
-    sweep = repo.parent / "sweep"
-    with serving(server) as url:
-        proc = _run_eval(
-            repo,
-            "-m",
-            "agent=giant,glance",
-            "provider=loopback",
-            f"provider.base_url={url}",
-            "dataset=demo",
-            "limit=1",
-            "agent.max_steps=3",
-            f"tracking.uri={uri}",
-            "tracking.experiment=new-members",
-            f"hydra.sweep.dir={sweep}",
-        )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    jobs = repo.parent / "jobs"
+    with serving(server) as url, the_copy(repo) as giant:
+        for mode in ("giant", "glance"):
+            giant.evaluate(
+                _overrides(
+                    repo,
+                    f"agent={mode}",
+                    "provider=loopback",
+                    f"provider.base_url={url}",
+                    "dataset=demo",
+                    "limit=1",
+                    "agent.max_steps=3",
+                ),
+                output_dir=jobs / mode,
+            )
     assert all(body["model"] == "gpt-4o" for body in server.bodies)
     assert "Look closely." in json.dumps(server.bodies[-1])  # the mode's own setting reached the prompt
 
-    client = MlflowClient(uri)
-    [experiment] = [e for e in client.search_experiments() if e.name == "new-members"]
-    runs = {r.data.params.get("agent.mode"): r for r in client.search_runs([experiment.experiment_id])}
+    runs = {run.data.params.get("agent.mode"): run for run in _runs(repo).values()}
     calls = 0
-    for job, mode in enumerate(("giant", "glance")):
-        config = json.loads((sweep / str(job) / "resolved_config.json").read_text())
+    for mode in ("giant", "glance"):
+        config = json.loads((jobs / mode / "resolved_config.json").read_text())
         assert config["provider"]["name"] == "loopback" and config["agent"]["mode"] == mode
-        [result] = [
-            json.loads(line) for line in (sweep / str(job) / "results.jsonl").read_text().splitlines()
-        ]
+        [result] = _results(jobs / mode)
         assert result["status"] == "answered" and result["dollars"] > 0  # priced from conf/pricing.yaml
         calls += result["calls"]
         run = runs[mode]
@@ -224,3 +324,50 @@ def test_a_provider_and_a_mode_added_as_files_run_through_the_cli(repo: Path) ->
         assert run.data.metrics[COST_METRIC] == pytest.approx(result["dollars"])
     assert calls == server.chats  # every call went to the new provider's server
     assert runs["glance"].data.params["agent.glance_note"] == "Look closely."
+
+
+@pytest.mark.slow
+def test_a_metric_and_a_loader_added_as_files_score_a_job(repo: Path) -> None:
+    demo = build_demo(repo.parent / "cache" / "demo")  # the slides and shape questions the job reuses
+    with demo.task_file.open(newline="") as handle:
+        rows = [row for row in csv.DictReader(handle) if row["task"] == "demo_shapes"]
+    lines = [
+        {
+            "id": f"shape-{row['id']}",
+            "slide": row["slide"],
+            "question": row["question"],
+            "choices": json.loads(row["options"]),
+            "answer": json.loads(row["options"])[int(row["answer"]) - 1],
+        }
+        for row in rows
+    ]
+    questions = repo.parent / "shapes.jsonl"
+    questions.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    folder = repo.parent / "jsonl_job"
+    with the_copy(repo) as giant:
+        summary = giant.evaluate(
+            _overrides(
+                repo,
+                "dataset=shapes_jsonl",
+                f"dataset.path={questions}",
+                f"dataset.wsi_root={demo.wsi_root}",
+                "provider=random",
+                "agent.max_steps=2",
+                "bootstrap_replicates=20",
+            ),
+            output_dir=folder,
+        )
+    results = {record["key"].split("/", 1)[1]: record for record in _results(folder)}
+    assert sorted(results) == sorted(line["id"] for line in lines)  # every JSONL question ran
+    truth = [line["choices"].index(line["answer"]) + 1 for line in lines]
+    labels = [-1 if (label := results[line["id"]]["label"]) is None else label for line in lines]
+    expected = f1_score(truth, labels, labels=np.unique(truth), average="macro", zero_division=0)
+
+    written = json.loads((folder / "summary.json").read_text())
+    assert summary is not None and written["metric_name"] == summary.metric_name == "macro_f1"
+    assert written["macro_f1"] == pytest.approx(expected) == written["metric"]["point"]
+    assert written["n_items"] == len(lines)
+    [run] = [run for name, run in _runs(repo).items() if name.startswith("shapes_jsonl")]
+    assert run.data.metrics["macro_f1"] == pytest.approx(expected)
+    assert run.data.metrics[MAIN_METRIC] == pytest.approx(expected)  # the task's own metric
+    assert {"accuracy", "balanced_accuracy"} <= run.data.metrics.keys()  # the shipped ones beside it

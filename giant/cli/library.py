@@ -85,8 +85,9 @@ def _job_config(cfg: DictConfig) -> DictConfig:
 
 def _save_hydra_files(cfg: DictConfig, context: JobContext) -> None:
     """.hydra/config.yaml, hydra.yaml and overrides.yaml, as Hydra writes them into a job's folder
-    (they go to MLflow with the job's artifacts)."""
+    (they go to MLflow with the job's artifacts), with URL credentials and secret values redacted."""
     from giant.record.layout import HYDRA_DIR
+    from giant.secrets import redact, secret_values
 
     folder = context.output_dir / HYDRA_DIR
     folder.mkdir(parents=True, exist_ok=True)
@@ -98,4 +99,5 @@ def _save_hydra_files(cfg: DictConfig, context: JobContext) -> None:
         ("hydra.yaml", hydra_section),
         ("overrides.yaml", OmegaConf.create(list(context.overrides))),
     ):
-        (folder / name).write_text(OmegaConf.to_yaml(node), encoding="utf-8")
+        # without credentials, as the command line rewrites them (giant.cli.joblog.redact_hydra_files)
+        (folder / name).write_text(redact(OmegaConf.to_yaml(node), secret_values()), encoding="utf-8")

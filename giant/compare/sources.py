@@ -21,6 +21,7 @@ from giant.config import TrackingSettings, compared_settings
 from giant.errors import ConfigError
 from giant.eval.voting import item_label
 from giant.record import REQUESTS_FILE, SKIPPED, TRAJECTORY_PAGE, ResultRecord, has_trajectory, latest_by_slot
+from giant.record.headline import method_label
 from giant.record.read import RUN_ID, read_job
 from giant.roles import flatten
 from giant.tracking.job_runs import MlflowRuns
@@ -74,11 +75,13 @@ class RunData(BaseModel):
     def name(self) -> str:
         """mode, T, S, model and the vote: what a reader needs to tell runs apart."""
         agent, provider = self.config.get("agent", {}), self.config.get("provider", {})
-        votes = f" x{self.runs_per_item}" if self.runs_per_item > 1 else ""
-        name = (
-            f"{agent.get('mode', '?')}{votes} T={agent.get('max_steps', '?')} "
-            f"S={agent.get('crop_size', '?')} {provider.get('model', '?')}"
+        method = method_label(
+            agent.get("mode", "?"),
+            agent.get("max_steps", "?"),
+            agent.get("crop_size", "?"),
+            self.runs_per_item,
         )
+        name = f"{method} {provider.get('model', '?')}"
         mode = find_mode(str(agent.get("mode")))
         if mode is not None and mode.study_cell(agent):  # a patch-design cell: its four factors
             name += " (" + ", ".join(mode.row_detail(key, agent.get(key)) for key in mode.row_settings) + ")"

@@ -19,11 +19,12 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any, cast
+from typing import Any
 
 from pydantic import BaseModel
 
-from giant.core import Item, Metric
+from giant import registry
+from giant.core import Item
 from giant.data.file_kind import bad_path, not_a_file, shown
 from giant.data.prompts import VQA_TEMPLATE, format_options
 from giant.errors import ConfigError
@@ -31,8 +32,7 @@ from giant.errors import ConfigError
 REQUIRED = ("slide", "question", "options", "answer")
 OPTIONAL = ("id", "task", "metric")
 COLUMNS = (*REQUIRED, *OPTIONAL)
-METRICS: tuple[Metric, ...] = ("accuracy", "balanced_accuracy")
-DEFAULT_METRIC: Metric = "accuracy"
+DEFAULT_METRIC = "accuracy"
 LABELS = range(0, 6)  # the answer space of a question without options: a grade 0..5 (PANDA's ISUP)
 ANSWER_KEY = '"answer"'  # a question naming it asks for the JSON answer in its own words
 SHOWN = 20  # problems listed one per line; the rest are counted
@@ -254,12 +254,12 @@ def _item(
             )
         )
     metric = text("metric") or DEFAULT_METRIC
-    if metric not in METRICS:
+    if metric not in (metrics := registry.members("metric")):
         problems.append(
             Problem(
                 row=number,
                 column="metric",
-                message=f"{metric!r}; use {' or '.join(METRICS)} (or leave it empty)",
+                message=f"{metric!r}; use {' or '.join(metrics)} (or leave it empty)",
             )
         )
     if problems or slide is None or options is None or truth is None:
@@ -271,7 +271,7 @@ def _item(
         prompt=render_question(str(row.get("question")), options),
         options=options,
         truth=truth,
-        metric=cast(Metric, metric),
+        metric=metric,
         file_id=PurePosixPath(slide).name,  # no download id: the slide's name, as the demo set has it
     )
 

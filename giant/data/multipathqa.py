@@ -12,12 +12,12 @@ import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import cast
 
 import pandas as pd
 from pydantic import BaseModel
 
-from giant.core import Item, Metric
+from giant import registry
+from giant.core import Item
 from giant.data.defects import Defect
 from giant.data.hub import HubFile, download
 from giant.data.prompts import render_prompt
@@ -46,7 +46,6 @@ CSV_COLUMNS = (
     "file_id",
     "prompt",
 )
-METRICS: tuple[Metric, ...] = ("accuracy", "balanced_accuracy")
 GRADES = range(0, 6)  # ISUP 0 (benign) .. 5, the label space of every task without options
 
 # The released CSV gives 10 SlideBench rows the question of the ExpertVQA row with the same id.
@@ -121,8 +120,8 @@ def _row_to_item(row: dict[str, str], number: int, path: Path) -> Item:
     where = f"{path} data row {number} ({row['benchmark_name']}/{row['benchmark_id']})"
     options = _parse_options(row["options"], where)
     metric = row["metric_type"].strip()
-    if metric not in METRICS:
-        raise ConfigError(f"{where}: metric_type {metric!r} is not one of {', '.join(METRICS)}")
+    if metric not in (metrics := registry.members("metric")):
+        raise ConfigError(f"{where}: metric_type {metric!r} is not one of {', '.join(metrics)}")
     try:
         prompt = render_prompt(row["prompt"], options)
     except (KeyError, IndexError, ValueError) as exc:
@@ -134,7 +133,7 @@ def _row_to_item(row: dict[str, str], number: int, path: Path) -> Item:
         prompt=prompt,
         options=options,
         truth=_canonical_truth(row["answer"], options, where),
-        metric=cast(Metric, metric),
+        metric=metric,
         file_id=row.get("file_id", "").strip(),
     )
 

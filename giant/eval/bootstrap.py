@@ -1,7 +1,6 @@
 """Bootstrap over items (paper_facts §6: 1000 replicates, reported as mean +- std).
 
-Vectorised: every replicate's resampled correctness and class counts come from one index matrix,
-so 1000 x 934 costs milliseconds instead of 1000 scikit-learn calls.
+Every replicate is a row of one index matrix; the metric (giant.eval.metrics) scores all rows at once.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from giant.eval.metrics import FAILED, METRIC_NAMES, score
+from giant.eval.metrics import base as metrics
 from giant.record.summary import Bootstrap
 
 
@@ -24,7 +23,7 @@ def bootstrap(
     seed: int = 0,
 ) -> Bootstrap:
     check_arguments(metric, replicates)
-    point = score(truth, pred, metric)  # also validates lengths and emptiness
+    point = metrics.score(truth, pred, metric)  # also validates lengths and emptiness
     values = replicate_scores(truth, pred, metric, resamples(len(truth), replicates, seed))
     return interval(point, values, replicates, seed)
 
@@ -40,7 +39,7 @@ def bootstrap_per_run_mean(
 ) -> Bootstrap:
     """The mean over a k-run job's runs of each run's own metric (the "x1" figure beside the k-run
     vote) with its bootstrap over items: each replicate resamples the items once, scores every run on
-    that resample (balanced accuracy recomputed per run and replicate) and averages the runs.
+    that resample (the metric recomputed per run and replicate) and averages the runs.
 
     `runs[k][i]` is run k's label of item i (None: failed, counted incorrect); `measured[k][i]` False
     where run k has no result for item i, which then leaves it out of run k's metric (as summarize's
@@ -55,40 +54,27 @@ def bootstrap_per_run_mean(
     if not n or not mask.any(axis=0).all():
         raise ValueError("every item needs a measured result in at least one run")
     scores = [
-        score(
+        metrics.score(
             [t for t, h in zip(truth, has, strict=True) if h],
-            [p for p, h in zip(labels, has, strict=True) if h],
+            [p for p, h in zip(labels_k, has, strict=True) if h],
             metric,
         )
-        for labels, has in zip(runs, mask, strict=True)
+        for labels_k, has in zip(runs, mask, strict=True)
         if has.any()
     ]
     idx = resamples(n, replicates, seed)
     per_run = np.stack(
         [
-            _masked_replicate_scores(y_true, labels, has, metric, idx)
-            for labels, has in zip(runs, mask, strict=True)
+            metrics.metric(metric).replicates(*metrics.labels(truth, labels_k), idx, has)
+            for labels_k, has in zip(runs, mask, strict=True)
             if has.any()
         ]
     )  # runs x replicates; NaN where a replicate drew no item of that run
     return interval(statistics.fmean(scores), np.nanmean(per_run, axis=0), replicates, seed)
 
 
-def _masked_replicate_scores(
-    y_true: np.ndarray, labels: Sequence[int | None], has: np.ndarray, metric: str, idx: np.ndarray
-) -> np.ndarray:
-    """One run's metric per replicate over the resampled items it measured (NaN where none)."""
-    correct = has & (y_true == np.asarray([FAILED if p is None else p for p in labels], dtype=np.int64))
-    if metric == "accuracy":
-        counts = has[idx].sum(axis=1)
-        hits = correct[idx].sum(axis=1)
-        return np.divide(hits, counts, out=np.full(len(idx), np.nan), where=counts > 0)
-    return _balanced_per_replicate(y_true, correct, idx, has)
-
-
 def check_arguments(metric: str, replicates: int) -> None:
-    if metric not in METRIC_NAMES:
-        raise ValueError(f"unknown metric {metric!r}; use one of {', '.join(METRIC_NAMES)}")
+    metrics.metric(metric)  # a registered one
     if replicates < 1:
         raise ValueError(f"replicates must be >= 1, got {replicates}")
 
@@ -98,11 +84,7 @@ def replicate_scores(
 ) -> np.ndarray:
     """The metric of each replicate (one row of item indices per replicate). Public so a paired
     comparison (giant.compare) can score two runs on the very same index matrix."""
-    y_true = np.asarray(truth, dtype=np.int64)
-    correct = y_true == np.asarray([FAILED if p is None else p for p in pred], dtype=np.int64)
-    if metric == "accuracy":
-        return correct[idx].mean(axis=1)
-    return _balanced_per_replicate(y_true, correct, idx)
+    return metrics.metric(metric).replicates(*metrics.labels(truth, pred), idx)
 
 
 def bootstrap_mean(values: Sequence[float], *, replicates: int = 1000, seed: int = 0) -> Bootstrap:
@@ -133,23 +115,3 @@ def interval(point: float, values: np.ndarray, replicates: int, seed: int) -> Bo
         replicates=replicates,
         seed=seed,
     )
-
-
-def _balanced_per_replicate(
-    y_true: np.ndarray, correct: np.ndarray, idx: np.ndarray, measured: np.ndarray | None = None
-) -> np.ndarray:
-    """Mean recall over the classes present in each replicate's own truth (only its `measured`
-    items, when given; NaN for a replicate without any)."""
-    _, cls = np.unique(y_true, return_inverse=True)
-    n_classes = int(cls.max()) + 1
-    replicates = idx.shape[0]
-    flat = (np.arange(replicates)[:, None] * n_classes + cls[idx]).ravel()
-    weights = None if measured is None else measured[idx].ravel()
-    totals = np.bincount(flat, weights=weights, minlength=replicates * n_classes)
-    totals = totals.reshape(replicates, n_classes)
-    hits = np.bincount(flat, weights=correct[idx].ravel(), minlength=replicates * n_classes)
-    hits = hits.reshape(replicates, n_classes)
-    present = totals > 0
-    recall = np.divide(hits, totals, out=np.zeros_like(hits), where=present)
-    classes = present.sum(axis=1)
-    return np.divide(recall.sum(axis=1), classes, out=np.full(replicates, np.nan), where=classes > 0)

@@ -22,9 +22,10 @@ from pydantic import BaseModel
 from giant.agent.modes import mode_of
 from giant.core import Item
 from giant.errors import ConfigError
-from giant.llm.config import OpenAICompatibleSettings, ProviderSettings
+from giant.llm.config import ProviderSettings
 from giant.llm.image_tokens import FAMILIES, ImageRule, family_of
 from giant.llm.preflight import ImageNeed, preflight, served
+from giant.llm.providers.openai_compatible import OpenAICompatibleSettings
 
 if TYPE_CHECKING:
     from giant.agent.modes import AgentConfig

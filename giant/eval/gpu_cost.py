@@ -13,7 +13,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from giant.llm.config import OpenAICompatibleSettings, ProviderConfig
+from giant.llm.config import ProviderConfig
+from giant.llm.providers.openai_compatible import OpenAICompatibleSettings
 from giant.record import read_summary
 
 SECONDS_PER_HOUR = 3600.0

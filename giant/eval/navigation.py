@@ -11,8 +11,9 @@ from pathlib import Path
 from giant.eval.annotations import Annotations
 from giant.eval.bootstrap import bootstrap
 from giant.eval.scoring_settings import NavigationSettings
-from giant.record import ResultRecord, has_trajectory, read_trajectory
+from giant.record import ResultRecord
 from giant.record.navigation import Grid, Navigation, navigation, with_evidence
+from giant.record.read import read_trajectories
 from giant.record.summary import NavigationSummary
 from giant.record.trajectory import Trajectory
 from giant.wsi import SlideError
@@ -50,14 +51,14 @@ def renavigate(
     """Each record with its navigation made again from its trajectory under `folder` (no provider call):
     today's annotations and thresholds count. A trajectory written before the episode recorded its
     navigation is measured on its slide's tissue mask, if the slide is still there. Records without a
-    trajectory keep what they have. Blocking: reads one trajectory at a time."""
+    (readable) trajectory keep what they have. Blocking: reads the trajectories."""
+    found = read_trajectories(folder, list(records))
     out = []
     for record in records:
-        where = folder / record.trajectory if record.trajectory else None
-        if where is None or not has_trajectory(where):
+        traj = found.get(record.slot)
+        if traj is None:
             out.append(record)
             continue
-        traj = read_trajectory(where)
         tissue = _tissue(traj.slide_path) if traj.navigation is None else None
         if traj.navigation is not None:
             traj.navigation = _remeasured(traj, settings)

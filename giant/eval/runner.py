@@ -2,8 +2,9 @@
 
 Each finished item-run is appended to results.jsonl at once (fsync'd) with its trajectory folder,
 so a killed run loses nothing it paid for and a rerun resumes (giant.eval.resume). The summary is
-computed from results.jsonl alone (giant.eval.summarize), whether the run finished, hit its budget
-or was interrupted.
+computed from the lines results.jsonl holds, kept as written (giant.eval.summarize), whether the run
+finished, hit its budget or was interrupted; they come back with it and the trajectories as the job's
+record (giant.record.read.JobRecord), so nothing after the runner reads the folder back.
 
 A stop request (giant.interrupt: SIGTERM, a SLURM time limit) starts no new item and no new provider
 call (giant.eval.limits); episodes whose call is in flight get `stop_grace_s` to finish it, then are
@@ -26,19 +27,17 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from giant.agent import run_episode
-from giant.agent.episode import EpisodeCrashed
+from giant.agent.episode import EpisodeCrashed, run_episode
 from giant.agent.limits import LimitExceeded
 from giant.agent.modes import AgentConfig
 from giant.core import Item
-from giant.data.defects import Defect
 from giant.data.slides import Located, SlideLocation, locate_all
 from giant.errors import ConfigError
 from giant.eval.annotations import Annotations
 from giant.eval.budget import CallPricer, RunBudget
 from giant.eval.causes import FIXES, CircuitBreaker, Halt, record_cause, trajectory_cause
 from giant.eval.gpu_cost import GpuRate, earlier_active_s
-from giant.eval.items import check_items
+from giant.eval.items import JobData, check_items
 from giant.eval.limits import RunLimits
 from giant.eval.navigation import item_navigation
 from giant.eval.pacing import pacing
@@ -61,10 +60,10 @@ from giant.record import (
     ResultRecord,
     ResultsWriter,
     latest_by_slot,
-    read_results,
     trajectory_dir,
     write_summary,
 )
+from giant.record.read import JobRecord, read_trajectories
 from giant.record.summary import Summary
 from giant.record.trajectory import Trajectory
 from giant.tools import Tool
@@ -90,18 +89,6 @@ async def _cut_after_grace(
         await asyncio.wait(set(episodes), timeout=grace_s)
     for episode in list(episodes):
         episode.cancel()
-
-
-@dataclass(frozen=True)
-class RunData:
-    """What a run measures: the items, where their slides are, and the dataset's identity."""
-
-    items: Sequence[Item]
-    wsi_root: Path
-    dataset_hash: str
-    defects: Sequence[Defect] = ()  # the loader's report on `items`, recorded in summary.json
-    # Each item's slide as giant.data.slides.locate_all found it (None: found again).
-    located: Mapping[str, Located] | None = None
 
 
 @dataclass(frozen=True)
@@ -140,12 +127,14 @@ Slot = tuple[str, int]  # (item key, run index)
 @dataclass
 class Plan:
     """Which item-runs this invocation runs, decided before any starts: the rest were carried over
-    from `resume_from` (`done`) or are skipped for a missing slide (a skipped item-run costs nothing)."""
+    from `resume_from` (`done`, with their trajectories, read once) or are skipped for a missing slide
+    (a skipped item-run costs nothing)."""
 
     dataset: str
     metric_name: str
     slots: set[Slot]
     done: dict[Slot, ResultRecord]
+    carried: dict[Slot, Trajectory]
     located: Mapping[str, Located]
     slides: Mapping[str, Path | Exception]
     skipped: list[tuple[Item, int]]
@@ -154,7 +143,7 @@ class Plan:
     earlier_s: float  # the active seconds of the invocations it resumes
 
 
-async def plan_run(data: RunData, run: RunOptions, out_dir: Path, resume_from: Path | None) -> Plan:
+async def plan_run(data: JobData, run: RunOptions, out_dir: Path, resume_from: Path | None) -> Plan:
     """Carry over what `resume_from` finished, find the slides, and list what is left to run."""
     items = data.items
     dataset, metric_name = check_items(items)
@@ -162,11 +151,13 @@ async def plan_run(data: RunData, run: RunOptions, out_dir: Path, resume_from: P
     out_dir.mkdir(parents=True, exist_ok=True)
     results_path = JobLayout(out_dir).results
     done: dict[Slot, ResultRecord] = {}
+    trajectories: dict[Slot, Trajectory] = {}
     if resume_from is not None:
         rescore = partial(rescore_records, items=items, scoring=run.scoring)
         carried = carry_over(resume_from, out_dir, slots, retry_failed=run.retry_failed, rescore=rescore)
         print(carried.line())
         done = carried.kept
+        trajectories = await asyncio.to_thread(read_trajectories, out_dir, list(done.values()))
     elif results_path.is_file() and results_path.stat().st_size:
         raise ConfigError(
             f"{results_path} already exists; pass resume_from={out_dir} or use a new output directory"
@@ -181,11 +172,13 @@ async def plan_run(data: RunData, run: RunOptions, out_dir: Path, resume_from: P
     skipped = [(item, k) for item, k in todo if run.skip_missing and _is_missing(slides[item.key])]
     skipped_slots = {(item.key, k) for item, k in skipped}
     pending = deque((item, k) for item, k in todo if (item.key, k) not in skipped_slots)
-    return Plan(dataset, metric_name, slots, done, located, slides, skipped, pending, started, earlier_s)
+    return Plan(
+        dataset, metric_name, slots, done, trajectories, located, slides, skipped, pending, started, earlier_s
+    )
 
 
 async def run_eval(
-    data: RunData,
+    data: JobData,
     services: RunServices,
     *,
     agent: AgentConfig,
@@ -193,8 +186,9 @@ async def run_eval(
     out_dir: Path,
     config_hash: str,
     resume_from: Path | None = None,
-) -> Summary:
-    """Run every pending item-run, write results.jsonl, trajectories/ and summary.json in `out_dir`.
+) -> JobRecord:
+    """Run every pending item-run, write results.jsonl, trajectories/ and summary.json in `out_dir`;
+    return the job's record: every result line, every trajectory and the summary, as written.
 
     `run` is the run part of the validated settings (giant.config.RunOptions), taken as it is. A stop
     request (`services.stop`) ends the run early and cleanly; the summary then says it is incomplete.
@@ -218,9 +212,10 @@ async def run_eval(
         try:
             await workers.run()
         finally:
-            summary = _finish(workers, data, config_hash)
+            records = [*plan.done.values(), *writer.written]  # what results.jsonl holds, in its order
+            summary = _finish(workers, records, data, config_hash)
             write_summary(out_dir, summary)
-    return summary
+    return JobRecord(str(out_dir), records, summary, folder=out_dir, trajectories=workers.trajectories)
 
 
 @dataclass
@@ -239,6 +234,10 @@ class _Workers:
     breaker: CircuitBreaker
     episodes: set[asyncio.Task[ResultRecord | None]] = field(default_factory=set)
     stopped: str = ""  # why the workers ended early, when an error or a cancellation ended them
+    trajectories: dict[Slot, Trajectory] = field(default_factory=dict)  # of the recorded item-runs
+
+    def __post_init__(self) -> None:
+        self.trajectories.update(self.plan.carried)
 
     def skip(self) -> None:
         """The result lines of the item-runs skipped for a missing slide: they start no episode."""
@@ -295,6 +294,7 @@ class _Workers:
                 return  # cut by the stop or halt: no result line, the resumed run starts it again
             if record.status == "budget_exceeded" and not record.calls and limits.budget.refusal:
                 pending.append((item, k))  # the run budget refused its first call: never started
+                self.trajectories.pop(record.slot, None)
                 if record.trajectory:
                     await asyncio.to_thread(shutil.rmtree, self.out_dir / record.trajectory, True)
                 continue
@@ -332,6 +332,8 @@ class _Workers:
             return None
         except EpisodeCrashed as crash:  # a bug must not lose the item, its paid calls, or stop the run
             where = rel if dest.is_dir() else None
+            if where is not None and crash.trajectory is not None:
+                self.trajectories[item.key, run_index] = crash.trajectory
             return self._crashed(item, run_index, crash.error, crash.trajectory, where, start)
         except Exception as exc:
             return self._crashed(item, run_index, exc, None, None, start)
@@ -339,6 +341,8 @@ class _Workers:
             item_navigation, trajectory, services.annotations, run.navigation
         )
         seconds = time.perf_counter() - start
+        if dest.is_dir():
+            self.trajectories[item.key, run_index] = trajectory
         record = _scored_record(item, run_index, trajectory, rel if dest.is_dir() else None, seconds, run)
         tools = dict(Counter(call.tool for call in trajectory.tool_calls)) or None
         return record.model_copy(update={"navigation": navigation, "tool_calls": tools})
@@ -377,11 +381,10 @@ class _Workers:
         return _record(item, run_index, self.run_options, **fields)
 
 
-def _finish(workers: _Workers, data: RunData, config_hash: str) -> Summary:
-    """The summary of everything results.jsonl holds, with why the run ended early, if it did."""
+def _finish(workers: _Workers, records: list[ResultRecord], data: JobData, config_hash: str) -> Summary:
+    """The summary of everything results.jsonl holds (`records`), with why the run ended early, if it did."""
     plan, run, limits = workers.plan, workers.run_options, workers.limits
     stop, halt, budget = limits.stop, limits.halt, limits.budget
-    records = read_results(JobLayout(workers.out_dir).results)
     left = len(plan.slots - set(latest_by_slot(records)))
     stopped = workers.stopped
     if stop.requested and left and not stopped:
@@ -398,7 +401,9 @@ def _finish(workers: _Workers, data: RunData, config_hash: str) -> Summary:
         runs_per_item=run.runs_per_item,
         seed=run.seed,
         scoring=run.scoring,
-        provenance=build_provenance(config_hash, data.dataset_hash, plan.located.values()),
+        provenance=build_provenance(config_hash, data.dataset_hash, plan.located.values()).model_copy(
+            update={"dataset_digests": data.digests}  # which version of each task's questions it scores
+        ),
         wall_s=wall_s,
         ran=workers.progress.ran,
         earlier_s=plan.earlier_s,

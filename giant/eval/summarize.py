@@ -20,7 +20,7 @@ from giant.data.defects import Defect
 from giant.eval.bootstrap import bootstrap, bootstrap_per_run_mean
 from giant.eval.causes import record_cause
 from giant.eval.gpu_cost import GpuRate
-from giant.eval.metrics import accuracy, balanced_accuracy, score
+from giant.eval.metrics import METRICS, score
 from giant.eval.navigation import summarize_navigation
 from giant.eval.progress import is_failure
 from giant.eval.scoring_settings import ScoringSettings
@@ -93,8 +93,7 @@ def summarize(  # noqa: PLR0913  every total of a run goes into its summary
         metric_scored_only=score([t for t, _ in answered], [p for _, p in answered], metric_name)
         if answered
         else None,
-        accuracy=accuracy(truth, voted) if scored else 0.0,
-        balanced_accuracy=balanced_accuracy(truth, voted) if scored else 0.0,
+        **{name: score(truth, voted, name) if scored else 0.0 for name in METRICS},
         per_run=per_run,
         per_run_mean=statistics.fmean(per_run) if per_run else None,
         per_run_std=statistics.stdev(per_run) if len(per_run) > 1 else None,

@@ -24,7 +24,8 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from giant.eval.gpu_cost import SECONDS_PER_HOUR
-from giant.llm.config import OpenAICompatibleSettings, ProviderSettings, SdkSettings
+from giant.llm.config import ProviderSettings, SdkSettings
+from giant.llm.providers.openai_compatible import OpenAICompatibleSettings
 
 CALL_S = (5.0, 20.0)
 FLEX_CALL_S = (10.0, 60.0)

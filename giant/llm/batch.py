@@ -87,8 +87,8 @@ class BatchResults:
 
 
 class BatchApi(Protocol):
-    """One API's batch wire format (giant.llm.batch_openai, giant.llm.batch_anthropic). SDK errors
-    leave as they are; the collector classifies them."""
+    """One API's batch wire format (the `batch` module of each provider package that has one). SDK
+    errors leave as they are; the collector classifies them."""
 
     name: str
 

@@ -7,10 +7,10 @@ provider (`thinking_budget` on openai) is one line naming the providers that hav
 
 `crop_size` is read by the conf layer only: conf/agent/*.yaml interpolates it into `agent.crop_size`
 (the per-provider S of paper_facts §2), and the agent reads only `AgentConfig.crop_size`.
-Each model is registered (giant.registry, kind "provider") and names its class as `implementation`
-("module:Class"): the class, and its SDK, are imported only when a provider is built (giant.llm.factory).
-A new provider is a module or package in giant/llm/providers/ registering its settings model, plus
-conf/provider/<name>.yaml.
+The models here are the bases the providers share; each provider's own model is in its package,
+giant/llm/providers/<name>/, registered (giant.registry, kind "provider") and naming its class as
+`implementation` ("module:Class"): the class, and its SDK, are imported only when a provider is built
+(giant.llm.factory). A new provider is a package there plus conf/provider/<name>.yaml.
 """
 
 from __future__ import annotations
@@ -28,17 +28,15 @@ from pydantic import (
     Field,
     TypeAdapter,
     ValidationError,
-    field_serializer,
-    field_validator,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
 
 from giant.errors import ConfigError
-from giant.registry import members, owners, register, settings_union
+from giant.registry import members, owners, settings_union
 from giant.roles import Method, Operational
 
-# Every registered provider's settings model by name, the built-in ones (below) first.
+# Every registered provider's settings model by name (giant/llm/providers/, in folder order).
 PROVIDERS = members("provider")
 
 if TYPE_CHECKING:
@@ -184,146 +182,10 @@ class FlexSettings(BatchedSettings):
         return FLEX_TIMEOUT_S if self.service_tier == "flex" else STANDARD_TIMEOUT_S
 
 
-@register("provider")
-class OpenAISettings(FlexSettings):
-    implementation = "giant.llm.openai_provider:OpenAIProvider"
-    name: Method[Literal["openai"]] = Field(description="The provider; picking `provider=<name>` sets it.")
-    reasoning_effort: Method[str | None] = Field(
-        description="Reasoning effort, with encrypted reasoning re-sent in later steps; null: neither."
-    )
-    image_detail: Method[Literal["high", "low", "auto"]] = Field(description="The image detail level sent.")
-    # How long OpenAI keeps the prompt cache (the request's prompt_cache_retention): billing, not the
-    # answer. None sends nothing (the server's default); auto sends "24h" in batch mode only, for a
-    # model OpenAI extends retention for (giant.llm.caching.openai_retention); the others as given.
-    prompt_cache_retention: Operational[Literal["auto", "in_memory", "24h"] | None] = Field(
-        description="How long OpenAI keeps the prompt cache; auto: 24h in batch mode where the model "
-        "takes it; null: the server's default."
-    )
-
-
-@register("provider")
-class AnthropicSettings(BatchedSettings):
-    implementation = "giant.llm.anthropic_provider:AnthropicProvider"
-    name: Method[Literal["anthropic"]] = Field(description="The provider; picking `provider=<name>` sets it.")
-    max_tokens: Method[int] = Field(
-        ge=1, description="Output token limit per call (the Messages API requires one)."
-    )
-    thinking_budget: Method[int | None] = Field(
-        ge=1024, description="Extended thinking tokens, below max_tokens; null disables thinking."
-    )
-    # The cache breakpoints' lifetime in batch mode, where rounds are minutes to hours apart and a
-    # 5-minute entry is gone before the next round reads it; a 1-hour write costs 2x input, not 1.25x.
-    # Synchronous calls follow each other within seconds and always write 5-minute entries.
-    cache_ttl: Operational[Literal["5m", "1h"]] = Field(
-        description="Lifetime of the cache breakpoints in batch mode (1h outlives the pause between rounds)."
-    )
-
-    @model_validator(mode="after")
-    def _thinking_limits(self) -> AnthropicSettings:
-        if self.thinking_budget is None:
-            return self
-        if self.max_tokens <= self.thinking_budget:
-            raise _invalid(
-                f"provider.thinking_budget={self.thinking_budget} must be below provider.max_tokens="
-                f"{self.max_tokens} (the API requires it); lower the budget or raise max_tokens"
-            )
-        if self.temperature is not None:
-            raise _invalid(
-                "provider.temperature must be null while thinking is on "
-                "(set provider.temperature=null or provider.thinking_budget=null)"
-            )
-        return self
-
-
-@register("provider")
-class OpenAICompatibleSettings(SdkSettings):
-    implementation = "giant.llm.openai_compatible:OpenAICompatibleProvider"
-    key_required = False
-    name: Method[Literal["openai_compatible"]] = Field(
-        description="The provider; picking `provider=<name>` sets it."
-    )
-    protocol: Method[Literal["structured"]] = Field(
-        description="structured (the only protocol it speaks): one strict-JSON step per call."
-    )
-    base_url: Operational[str | None] = Field(
-        min_length=1,
-        description="The server's address, e.g. http://127.0.0.1:8000/v1 (required but by a dry run).",
-    )
-    image_detail: Method[Literal["high", "low", "auto"]] = Field(description="The image detail level sent.")
-    # How the step schema reaches the server (giant.llm.openai_compatible): response_format (OpenAI's
-    # json_schema: vLLM, Ollama >= 0.5, llama.cpp), guided_json (vLLM before 0.12, as an extra body
-    # field) or none (the schema stated in the prompt, the JSON read from the text). Old configs' true
-    # and false read as response_format and none.
-    json_schema: Method[Literal["response_format", "guided_json", "none"]] = Field(
-        description="How the step schema is enforced: response_format, guided_json (vLLM < 0.12) or "
-        "none (the JSON read from the text)."
-    )
-    # Ask the server before any item (giant.llm.preflight): the model is served and takes the images.
-    preflight: Operational[bool] = Field(
-        description="Before any item, check that the server serves the model and takes the agent's images."
-    )
-    # Whose image-token rule plans the context (giant.llm.image_tokens.FAMILIES); auto: by model name.
-    image_tokens: Operational[
-        Literal["auto", "qwen2_vl", "qwen3_vl", "internvl", "gemma3", "llama4", "openai_high_detail"]
-    ] = Field(description="The image-token rule used to plan the context; auto: from the model name.")
-    max_model_len: Operational[int | None] = Field(
-        ge=1, description="The model's context in tokens; null: read from the server's /v1/models."
-    )
-    # What an hour of one GPU costs (cloud rent, or your cluster's internal rate): the run's cost is
-    # then its active wall time x gpus x this (giant.eval.gpu_cost). None: the cost stays unknown.
-    gpu_hour_usd: Operational[float | None] = Field(
-        ge=0, description="Dollars per GPU-hour: cost = wall time x gpus x this; null: cost unknown."
-    )
-    gpus: Operational[int] = Field(
-        ge=1, description="GPUs the server runs on (vllm serve --tensor-parallel-size N: gpus=N)."
-    )
-    # The dry run's clock for a self-hosted model (giant.eval.timing): wall time, GPU-hours, dollars.
-    tokens_per_s: Operational[float | None] = Field(
-        gt=0, description="Output tokens per second of one request on the server, for the dry run's time."
-    )
-
-    @field_validator("json_schema", mode="before")
-    @classmethod
-    def _old_json_schema(cls, value: object) -> object:
-        if isinstance(value, bool):
-            return "response_format" if value else "none"
-        return value
-
-    @field_serializer("json_schema")
-    def _recorded_json_schema(self, value: str) -> bool | str:
-        """Recorded as it was before the choice existed (true / false), so the run key and the ledger
-        keys of calls paid then still match and their replies replay free."""
-        return {"response_format": True, "none": False}.get(value, value)
-
-
-@register("provider")
-class RandomSettings(ProviderSettings):
-    implementation = "giant.llm.random_provider:RandomProvider"
-    name: Method[Literal["random"]] = Field(description="The provider; picking `provider=<name>` sets it.")
-    seed: Method[int] = Field(description="Seed of the random crops and answers (the run's seed).")
-
-
-@register("provider")
-class ScriptedSettings(ProviderSettings):
-    implementation = "giant.llm.scripted:ScriptedProvider"
-    name: Method[Literal["scripted"]] = Field(description="The provider; picking `provider=<name>` sets it.")
-    # The YAML ships null: required.
-    script: Method[str] = Field(description="A JSONL file of model outputs, one line per call (required).")
-
-    @field_validator("script", mode="before")
-    @classmethod
-    def _script_exists(cls, script: object) -> object:
-        if not script:
-            raise _invalid("provider=scripted needs a script: pass provider.script=FILE (a JSONL of steps)")
-        if isinstance(script, str) and not Path(script).is_file():
-            raise _invalid("file not found; pass an existing JSONL file")  # the key and value lead the line
-        return script
-
-
 def provider_names() -> tuple[str, ...]:
-    """Every provider: the built-ins above and each module or package in giant/llm/providers/
-    (giant.registry). Read when asked, never frozen at import: a provider package imported first
-    imports this module before it has registered itself, so a tuple built here would miss it."""
+    """Every provider: each package in giant/llm/providers/ (giant.registry). Read when asked, never
+    frozen at import: a provider package imported first imports this module before it has registered
+    itself, so a tuple built here would miss it."""
     return tuple(PROVIDERS)
 
 

@@ -1,6 +1,6 @@
 """Build the provider a config names, and check its credentials before any item starts.
 
-The registry is the settings models of giant.llm.config: each names its provider class as
+The registry is the providers' settings models (giant/llm/providers/): each names its class as
 "module:Class", imported here only when that provider is built or asked about, so a run with the
 random provider never loads an SDK.
 """

@@ -31,7 +31,7 @@ from openai.pagination import SyncPage
 from openai.types.chat import ChatCompletion
 
 from giant.errors import ConfigError
-from giant.llm.config import OpenAICompatibleSettings
+from giant.llm.providers.openai_compatible import OpenAICompatibleSettings
 from giant.llm.sdk_errors import IMAGE_LIMIT, cause_of, redact
 
 PROBE_SIDE = 64  # px: above every processor's minimum, a handful of tokens each

@@ -1,8 +1,8 @@
-"""The frame the three SDK-backed providers (openai, anthropic, openai_compatible) share.
+"""The frame the SDK-backed providers (openai, anthropic, gemini, openai_compatible) share.
 
-Each API differs in how the request is built, sent, counted and parsed; the rest (config, one
-`CallRuntime` per instance, the key, the client options, request id, latency and cost on the usage,
-the call path through `CallRuntime.execute`) is the same and lives here once.
+Each API differs in its client and in how the request is built, sent, counted and parsed; the rest
+(the constructor, one `CallRuntime` per instance, the key, the client options, request id, latency
+and cost on the usage, the call path through `CallRuntime.execute`) is the same and lives here once.
 """
 
 from __future__ import annotations
@@ -45,13 +45,19 @@ class SdkProvider(ABC, Generic[S]):
     name: str  # set by each subclass; also the provider label in errors and records
 
     def __init__(
-        self, cfg: S, *, ledger: Ledger | None = None, batches: BatchCollector | None = None
+        self,
+        cfg: S,
+        *,
+        http_client: Any = None,
+        ledger: Ledger | None = None,
+        batches: BatchCollector | None = None,
     ) -> None:
         self.cfg = cfg
         self.ledger = ledger  # where paid replies are kept, and replayed from (None: every call is sent)
         self.model = cfg.model
         self.runtime = CallRuntime(cfg, provider=self.name)
         self._key = cfg.api_key()
+        self.client = self._client(http_client)
         # The run's batch rounds (provider.batch=true; None: each call is sent on its own), shared by
         # every episode of the run: the provider sends through them, the runner counts the episodes.
         self.batches = batches
@@ -64,19 +70,27 @@ class SdkProvider(ABC, Generic[S]):
             batches.connect(self._batch_api, _BatchReplies(self, ledger), self._key or None)
         self._watched = False
 
+    @abstractmethod
+    def _client(self, http_client: Any) -> Any:
+        """The SDK's async client, which retries nothing (giant.llm.retry is the one layer);
+        `http_client` (an httpx2.AsyncClient) lets tests drive the real SDK through a mock transport."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, protocol={self.cfg.protocol!r})"
+
     def _watch(self) -> None:
         """Read the rate-limit headers of every reply the SDK's HTTP client receives (an httpx
         response hook, so 429s and replies the SDK parses alike) into the shared pacer."""
         if self._watched:
             return
         self._watched = True
-        http = getattr(getattr(self, "client", None), "_client", None)  # the openai and anthropic SDKs'
+        http = getattr(self.client, "_client", None)  # the openai and anthropic SDKs'
         hooks = getattr(http, "event_hooks", None)
         if isinstance(hooks, dict):
             http.event_hooks = {**hooks, "response": [*hooks.get("response", []), self.runtime.observe]}  # type: ignore[union-attr]
 
     def _batch_api(self) -> BatchApi:
-        """The API's batch wire format (giant.llm.batch_openai, batch_anthropic)."""
+        """The API's batch wire format (its provider package's batch.py)."""
         raise ConfigError(f"provider={self.name} has no batch API; set provider.batch=false")
 
     @abstractmethod

@@ -1,11 +1,19 @@
-"""The navigation figures a researcher looks for first, in one wording for the job's closing line,
-the sweep's end and report.html's header: the evidence hit rate with its 95% bootstrap interval (when
-the job has annotations), the finest µm/px reached, the tissue coverage and the revisits, each with its
-unit. summary.json's `navigation` holds them all, with the rest of docs/navigation.md's figures."""
+"""What a job's headline says, in one wording for the job's closing line, the sweep's end, report.html's
+header and a comparison's run names: the method (`method_label`), and the navigation figures a
+researcher looks for first: the evidence hit rate with its 95% bootstrap interval (when the job has
+annotations), the finest µm/px reached, the tissue coverage and the revisits, each with its unit.
+summary.json's `navigation` holds them all, with the rest of docs/navigation.md's figures."""
 
 from __future__ import annotations
 
 from giant.record.summary import NavigationSummary
+
+
+def method_label(mode: object, max_steps: object, crop_size: object, runs_per_item: int = 1) -> str:
+    """A method as every line and page names it: `giant T=20 S=1000`, `giant x5 T=20 S=1000` for a
+    vote over k > 1 runs per item."""
+    votes = f" x{runs_per_item}" if runs_per_item > 1 else ""
+    return f"{mode}{votes} T={max_steps} S={crop_size}"
 
 
 def _percent(share: float) -> str:

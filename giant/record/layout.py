@@ -108,12 +108,6 @@ class JobLayout:
     def trajectory(self, key: str, run_index: int) -> Path:
         return self.out_dir / trajectory_dir(key, run_index)
 
-    def trajectory_folders(self) -> list[Path]:
-        """Every folder under trajectories/ holding a trajectory.json, in a stable order."""
-        if not self.trajectories.is_dir():
-            return []
-        return [path.parent for path in sorted(self.trajectories.rglob(TRAJECTORY_FILE))]
-
     @classmethod
     def of_trajectory(cls, folder: Path) -> JobLayout | None:
         """The job holding a trajectory folder (<out>/trajectories/<safe key>/run<k>), computed from

@@ -16,8 +16,7 @@ BOOT_STD_METRIC: Final = "metric_boot_std"
 CI_LOW_METRIC: Final = "metric_ci_low"  # the bootstrap's 95% interval
 CI_HIGH_METRIC: Final = "metric_ci_high"
 SCORED_ONLY_METRIC: Final = "metric_scored_only"  # over the items with an answer only
-ACCURACY_METRIC: Final = "accuracy"
-BALANCED_ACCURACY_METRIC: Final = "balanced_accuracy"
+# each registered metric (giant.eval.metrics) is logged under its own name ("accuracy", ...)
 N_ITEMS_METRIC: Final = "n_items"  # items scored (failures count as incorrect, skipped ones excluded)
 N_SCORED_METRIC: Final = "n_scored"  # items with a parseable answer
 N_SKIPPED_METRIC: Final = "n_skipped"

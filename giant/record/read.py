@@ -1,10 +1,12 @@
-"""One finished job read whole, from its folder or from its MLflow run: `read_job(where, runs)` gives the
-`JobRecord` that a re-score and a comparison take, so a folder and a run id give the same record. The
-MLflow side comes in as a `RunStore` (giant.tracking.job_runs.MlflowRuns): the record needs no MLflow,
-and the job's files are read here only."""
+"""A job's record (`JobRecord`): what the runner returns, so the process that wrote a job never reads
+its folder back, and what `read_job(where, runs)` reads from a finished job's folder or MLflow run for a
+re-score and a comparison (a folder and a run id give the same record; `read_runs`: a folder's item-runs,
+read once). The MLflow side comes in as a `RunStore` (giant.tracking.job_runs.MlflowRuns): the record
+needs no MLflow, and the job's files are read here only."""
 
 from __future__ import annotations
 
+import logging
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -14,13 +16,17 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from giant.errors import ConfigError
-from giant.record.folder import read_resolved_config, read_summary
+from giant.record.folder import has_trajectory, read_resolved_config, read_summary, read_trajectory
 from giant.record.layout import CONFIG_ARTIFACTS, JobLayout
-from giant.record.results import ResultRecord, read_results
+from giant.record.results import ResultRecord, latest_by_slot, read_results
 from giant.record.summary import Summary
+from giant.record.trajectory import Trajectory
+
+log = logging.getLogger(__name__)
 
 RUN_ID = re.compile(r"[0-9a-f]{32}")
 FIX = "pass source=<a job folder holding results.jsonl> or source=<an MLflow run id>"
+Slot = tuple[str, int]  # (item key, run index)
 
 
 @dataclass(frozen=True)
@@ -49,15 +55,17 @@ class RunStore(Protocol):
 
 @dataclass
 class JobRecord:
-    """A finished job: its result records, summary and settings, and where it came from."""
+    """A finished job: its result records (results.jsonl's lines, in order), summary and settings, the
+    trajectories of its item-runs (the runner's; read_job leaves them on disk), and where it came from."""
 
     where: str  # the folder or run id as given
     records: list[ResultRecord]
     summary: Summary
-    config: dict[str, Any]  # resolved_config.json
+    config: dict[str, Any] = field(default_factory=dict)  # resolved_config.json
     folder: Path | None = None  # the job folder, when read from one (its trajectories are there)
     run: LoggedRun | None = None  # its MLflow run, when it has one
     tags: dict[str, str] = field(default_factory=dict)  # the run's tags ({} without a run)
+    trajectories: dict[Slot, Trajectory] = field(default_factory=dict)
 
 
 def read_job(where: str, runs: RunStore | None) -> JobRecord:
@@ -109,3 +117,24 @@ def _read_folder(where: str, folder: Path) -> JobRecord:
             f"source={where}: unreadable job record ({str(exc).splitlines()[0]}); {FIX}"
         ) from None
     return JobRecord(where, read_results(layout.results), summary, config)
+
+
+def read_runs(folder: Path) -> tuple[list[ResultRecord], dict[Slot, Trajectory]]:
+    """A job folder's result records and the trajectories their latest lines name, each read once."""
+    records = read_results(JobLayout(folder).results)
+    return records, read_trajectories(folder, records)
+
+
+def read_trajectories(folder: Path, records: list[ResultRecord]) -> dict[Slot, Trajectory]:
+    """The trajectory of each latest record that names one in `folder`; a missing or unreadable one is
+    left out (a warning names it): it costs its page and its navigation facts, never the job."""
+    found = {}
+    for slot, record in latest_by_slot(records).items():
+        where = folder / record.trajectory if record.trajectory else None
+        if where is None or not has_trajectory(where):
+            continue
+        try:
+            found[slot] = read_trajectory(where)
+        except ValidationError as exc:
+            log.warning("%s has no valid trajectory (%s)", where, exc.errors()[0]["msg"])
+    return found

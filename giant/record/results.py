@@ -92,6 +92,7 @@ class ResultsWriter:
         self.path = path
         self._file = path.open("a", encoding="utf-8")
         self._lock = threading.Lock()
+        self.written: list[ResultRecord] = []  # the records appended, in the file's order
 
     def append(self, record: ResultRecord) -> None:
         line = record.model_dump_json() + "\n"
@@ -99,6 +100,7 @@ class ResultsWriter:
             self._file.write(line)
             self._file.flush()
             os.fsync(self._file.fileno())
+            self.written.append(record)
 
     def close(self) -> None:
         with self._lock:  # a cancelled run may still have a write in flight: let it land whole

@@ -5,10 +5,11 @@ the run's metrics are written and read back from those declarations alone."""
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import TYPE_CHECKING, Annotated, ClassVar
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, Field, computed_field, create_model
 
+from giant import registry
 from giant.data.defects import Defect
 from giant.data.digest import DatasetDigests
 from giant.llm.types import TokenCounts
@@ -178,9 +179,24 @@ _PACING = {
 }
 
 
-class Summary(BaseModel):
+# One field per registered metric (giant.eval.metrics), named and logged to MLflow as the metric is
+# ("accuracy", "balanced_accuracy", ...): the items' labels scored by it, failures wrong, voted when k > 1.
+# None: not scored (a summary written before the metric was registered).
+if TYPE_CHECKING:
+    Scores = BaseModel
+else:
+    Scores = create_model(
+        "Scores",
+        **{
+            name: (Annotated[float | None, MlflowName(name, score=True)], None)
+            for name in registry.members("metric")
+        },
+    )
+
+
+class Summary(Scores):
     benchmark: str  # dataset name, e.g. tcga or demo_shapes
-    metric_name: str  # accuracy | balanced_accuracy
+    metric_name: str  # the task's metric: a registered one's name (giant.eval.metrics)
     complete: (
         bool  # False when a budget stop, an interruption, a halt or any unmeasured item-run left it short
     )
@@ -207,8 +223,6 @@ class Summary(BaseModel):
     metric: Annotated[Bootstrap, MlflowName(parts=_METRIC, score=True)]
     # over items with an answer only
     metric_scored_only: Annotated[float | None, MlflowName(n.SCORED_ONLY_METRIC, score=True)] = None
-    accuracy: Annotated[float, MlflowName(n.ACCURACY_METRIC, score=True)]
-    balanced_accuracy: Annotated[float, MlflowName(n.BALANCED_ACCURACY_METRIC, score=True)]
     # main metric of each run index (k > 1), one MLflow step per run index
     per_run: Annotated[list[float], MlflowName(n.RUN_METRIC, score=True)] = Field(default_factory=list)
     per_run_mean: Annotated[float | None, MlflowName(n.PER_RUN_MEAN_METRIC, score=True)] = None

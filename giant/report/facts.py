@@ -1,5 +1,7 @@
-"""A job folder read into the facts every section works from: one `ItemRun` per (item, run index),
-the latest result record of each with its trajectory, and summary.json when the job wrote one."""
+"""A job's record turned into the facts every section works from: one `ItemRun` per (item, run index),
+the latest result record of each with its trajectory, and the summary when the job wrote one. A job
+that just ran hands its record in memory (`facts_of`); `python -m giant.report` reads a folder once
+(`gather`)."""
 
 from __future__ import annotations
 
@@ -10,16 +12,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from giant.errors import ConfigError
-from giant.record import (
-    TRAJECTORY_PAGE,
-    JobLayout,
-    ResultRecord,
-    has_trajectory,
-    latest_by_slot,
-    read_results,
-    read_summary,
-    read_trajectory,
-)
+from giant.record import TRAJECTORY_PAGE, JobLayout, ResultRecord, latest_by_slot, read_summary
+from giant.record.read import JobRecord, Slot, read_runs
 from giant.record.summary import Summary
 from giant.record.trajectory import Trajectory
 
@@ -28,7 +22,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ItemRun:
-    """One item-run: its record, its trajectory when the folder still holds a readable one, and its
+    """One item-run: its record, its trajectory when the job holds a readable one, and its
     trajectory.html relative to the job folder when that exists (a re-score's folder has neither)."""
 
     record: ResultRecord
@@ -47,16 +41,32 @@ class JobFacts:
         return [run.trajectory for run in self.runs if run.trajectory is not None]
 
 
+def facts_of(job: JobRecord) -> JobFacts:
+    """The facts of a job's record in memory (the runner's, a re-score's)."""
+    assert job.folder is not None  # the report is written into the job's folder
+    return _facts(JobLayout(job.folder), job.summary, job.records, job.trajectories)
+
+
 def gather(out_dir: Path) -> JobFacts:
-    """Everything the report shows, read from `out_dir`; a folder that is not a job is one line."""
+    """Everything the report shows, read once from `out_dir`; a folder that is not a job is one line."""
     layout = JobLayout(out_dir)
     if not layout.results.is_file():
         raise ConfigError(
             f"{out_dir}: no {layout.results.name} here; pass the folder of a job (its output_dir)"
         )
-    latest = latest_by_slot(read_results(layout.results))
-    runs = [ItemRun(record, _trajectory(layout, record), _page(layout, record)) for record in latest.values()]
-    return JobFacts(layout=layout, summary=_summary(layout), runs=runs)
+    records, trajectories = read_runs(out_dir)
+    return _facts(layout, _summary(layout), records, trajectories)
+
+
+def _facts(
+    layout: JobLayout,
+    summary: Summary | None,
+    records: list[ResultRecord],
+    trajectories: dict[Slot, Trajectory],
+) -> JobFacts:
+    latest = latest_by_slot(records).values()
+    runs = [ItemRun(record, trajectories.get(record.slot), _page(layout, record)) for record in latest]
+    return JobFacts(layout=layout, summary=summary, runs=runs)
 
 
 def _summary(layout: JobLayout) -> Summary | None:
@@ -76,17 +86,3 @@ def _page(layout: JobLayout, record: ResultRecord) -> str | None:
         return None
     page = f"{record.trajectory}/{TRAJECTORY_PAGE}"
     return page if (layout.out_dir / page).is_file() else None
-
-
-def _trajectory(layout: JobLayout, record: ResultRecord) -> Trajectory | None:
-    """A missing or unreadable trajectory leaves its row without navigation facts, never the page."""
-    if not record.trajectory:
-        return None
-    folder = layout.out_dir / record.trajectory
-    if not has_trajectory(folder):
-        return None
-    try:
-        return read_trajectory(folder)
-    except ValidationError as exc:
-        log.warning("report: %s has no valid trajectory (%s)", folder, exc.errors()[0]["msg"])
-        return None

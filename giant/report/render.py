@@ -14,12 +14,13 @@ from typing import Any
 from giant import pages
 from giant.pages import Link
 from giant.record import SKIPPED, TRAJECTORIES_DIR, ResultRecord
-from giant.record.headline import navigation_figures
+from giant.record.headline import method_label, navigation_figures
+from giant.record.read import JobRecord
 from giant.record.summary import Pacing, Totals
 from giant.record.tool_use import tool_use
 from giant.record.trajectory import Trajectory
 from giant.report import costs, labels, navigation, overviews, taxonomy
-from giant.report.facts import ItemRun, JobFacts, gather
+from giant.report.facts import ItemRun, JobFacts, facts_of, gather
 from giant.tools import TOOLS
 from giant.tracking.artifacts import NO_ANSWER
 from giant.tracking.viewer import Outlines
@@ -34,12 +35,14 @@ def write_report(
     out_dir: Path,
     outlines: Callable[[Trajectory], Outlines] | None = None,
     mlflow_run_id: str | None = None,
+    *,
+    job: JobRecord | None = None,
 ) -> Path:
-    """(Re)write report.html in a job folder from the files in it, with the overviews of the slides
-    several runs looked at (giant.report.overviews; `outlines` gives a slide's annotated target
-    regions, as for the trajectory pages; `mlflow_run_id` the run the folder is logged to); returns
-    its path."""
-    facts = gather(out_dir)
+    """(Re)write report.html in a job folder from the job's record (`job`, in memory; else the folder's,
+    read once), with the overviews of the slides several runs looked at (giant.report.overviews;
+    `outlines` gives a slide's annotated target regions, as for the trajectory pages; `mlflow_run_id`
+    the run the folder is logged to); returns its path."""
+    facts = facts_of(job) if job is not None else gather(out_dir)
     path = facts.layout.report
     found = overviews.write_overviews(facts, outlines, mlflow_run_id)
     path.write_text(render(facts, found), encoding="utf-8")
@@ -114,7 +117,8 @@ def _job_name(facts: JobFacts) -> str:
     first = facts.trajectories[0] if facts.trajectories else None
     if first is None:
         return task
-    return f"{task} · {first.provider}/{first.model} · {first.mode} T={first.max_steps} S={first.crop_size}"
+    method = method_label(first.mode, first.max_steps, first.crop_size)
+    return f"{task} · {first.provider}/{first.model} · {method}"
 
 
 # ----------------------------------------------------------------------------- sections

@@ -1,6 +1,6 @@
 """The tool contract: everything outside giant/tools/ asks a registered tool class or a loaded tool.
 
-A tool is one `Tool` subclass with `@register` (giant.tools.registry). The class says what the rest of
+A tool is one `Tool` subclass with `@register("tool")` (giant.registry). The class says what the rest of
 the project derives from it: its settings (`tools.<name>.*`), the action the model sends (it joins the
 step's action union and schema), the record the trajectory keeps of a call, and how pages show that
 record. An instance is the tool loaded for one run (its weights): built once by `load`, handed to every

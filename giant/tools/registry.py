@@ -1,8 +1,8 @@
 """The registered tools (`agent.tools=[conch]`) and loading the ones a run enables.
 
 Every module or package under giant/tools/ besides the contract (base, registry, scorer, settings) is a
-tool: its `@register` runs when it is imported, and the registry (giant.registry) imports them the
-first time the tools are read (`TOOLS`), not when giant.tools is. Only what is built from the registry
+tool: its `@register("tool")` runs when it is imported, and the registry (giant.registry) imports them
+the first time the tools are read (`TOOLS`), not when giant.tools is. Only what is built from the registry
 at import time (giant.tools.settings, hence giant.config and the entry points) must not be imported by
 a tool module at its top: that is one ImportError naming the cause.
 
@@ -15,7 +15,8 @@ settings, so a Hydra sweep run in one process reads the weights once.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, TypeVar
+from functools import partial
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel
 
@@ -23,23 +24,10 @@ from giant import registry
 from giant.errors import ConfigError
 from giant.tools.base import Tool, ToolRecord
 
-T = TypeVar("T", bound=type[Tool[Any, Any, Any]])
-
 _loaded: dict[tuple[str, str], Tool[Any, Any, Any]] = {}  # (name, settings JSON) -> the loaded tool
 
 # The registered tools by name.
 TOOLS: Mapping[str, type[Tool[Any, Any, Any]]] = registry.members("tool")
-
-
-def register(cls: T) -> T:
-    """Class decorator: the tool's name joins the action union, the schema and the settings."""
-    registry.add("tool", cls.name, cls)
-    return cls
-
-
-def unregister(name: str) -> None:
-    """Drop a tool (tests that register a throwaway tool clean up with this)."""
-    registry.unregister("tool", name)
 
 
 def record_models() -> dict[str, type[ToolRecord]]:
@@ -76,11 +64,4 @@ def loaded(tools: Mapping[str, Tool[Any, Any, Any]], name: str) -> Tool[Any, Any
     return tool
 
 
-def known_tool(name: str) -> str:
-    """A registered tool's name (the check on each of `agent.tools`)."""
-    if name not in TOOLS:
-        raise ValueError(f"no tool {name!r}; registered: {', '.join(sorted(TOOLS))}")
-    return name
-
-
-ToolName = Annotated[str, AfterValidator(known_tool)]
+ToolName = Annotated[str, AfterValidator(partial(registry.known, "tool"))]

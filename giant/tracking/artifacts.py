@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from giant.data.defects import Defect
-from giant.record import JobLayout, read_results
+from giant.record import JobLayout, ResultRecord
 from giant.tracking.safe_cells import csv_cell
 
 COLUMNS = [
@@ -40,16 +40,17 @@ COLUMNS = [
 NO_ANSWER = "none"
 
 
-def write_predictions(layout: JobLayout) -> Path | None:
-    """predictions.csv: one row per item-run, the latest record of each (a resumed run appends); a
-    text cell a spreadsheet would run as a formula is written as text (giant.tracking.safe_cells)."""
-    if not layout.results.is_file():
-        return None
-    records = read_results(layout.results)
+def predictions(records: Sequence[ResultRecord]) -> pd.DataFrame:
+    """One row per item-run, the latest record of each (results.jsonl's lines in order)."""
     frame = pd.DataFrame([record.model_dump() for record in records], columns=COLUMNS)
-    frame = frame.drop_duplicates(subset=["key", "run_index"], keep="last")
+    return frame.drop_duplicates(subset=["key", "run_index"], keep="last")
+
+
+def write_predictions(layout: JobLayout, records: Sequence[ResultRecord]) -> Path:
+    """predictions.csv (`predictions`); a text cell a spreadsheet would run as a formula is written as
+    text (giant.tracking.safe_cells)."""
     path = layout.predictions
-    frame.map(csv_cell).to_csv(path, index=False)
+    predictions(records).map(csv_cell).to_csv(path, index=False)
     return path
 
 
@@ -62,9 +63,9 @@ def confusion_table(predictions: pd.DataFrame) -> pd.DataFrame:
     return pd.crosstab(truth, predicted).reindex(index=labels, columns=columns, fill_value=0)
 
 
-def write_confusion_matrix(layout: JobLayout, *, title: str) -> Path | None:
-    """confusion_matrix.png from predictions.csv (write_predictions first)."""
-    frame = pd.read_csv(layout.predictions)
+def write_confusion_matrix(layout: JobLayout, records: Sequence[ResultRecord], *, title: str) -> Path | None:
+    """confusion_matrix.png of the predictions; None when the job has no item-run."""
+    frame = predictions(records)
     if frame.empty:
         return None
     table = confusion_table(frame)

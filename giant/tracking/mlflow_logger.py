@@ -7,7 +7,6 @@ leaks between jobs of a sweep that share a process (Hydra's basic launcher).
 from __future__ import annotations
 
 import logging
-import shutil
 import tempfile
 import time
 import urllib.parse
@@ -33,12 +32,11 @@ from giant.errors import ConfigError
 from giant.record import SWEEP_FILE
 from giant.record.logged import Logged, logged_values
 from giant.record.summary import Summary
+from giant.roles import flatten
 from giant.secrets import contains_secret, redact, scrub, secret_values
 from giant.storage import is_stored_image, link_or_copy
 from giant.tracking.names import (
-    AGENT_MODE_TAG,
     CONFIG_HASH_TAG,
-    CROP_SIZE_TAG,
     DATASET_CONTEXT,
     DATASET_DIGEST_TAG,
     DATASET_HASH_TAG,
@@ -49,14 +47,11 @@ from giant.tracking.names import (
     INCOMPLETE_REASON_TAG,
     INTERRUPTION_TAG,
     JOB_ROLE,
-    MAX_STEPS_TAG,
     METRIC_NAME_TAG,
     MODEL_DEVELOPMENT,
-    MODEL_TAG,
     PARENT_TAG,
-    PROVIDER_TAG,
     ROLE_TAG,
-    RUNS_PER_ITEM_TAG,
+    SETTING_TAGS,
     STATUS_TAG,
     SWEEP_ID_TAG,
 )
@@ -159,16 +154,12 @@ def job_tags(
     digests: DatasetDigests | None = None,
 ) -> dict[str, str]:
     benchmarks = sorted({item.benchmark for item in items})
+    record = flatten(settings.record())
     tags = {
         ROLE_TAG: JOB_ROLE,
         DATASET_TAG: "+".join(benchmarks) or settings.dataset.name,
         METRIC_NAME_TAG: items[0].metric if items else "",
-        PROVIDER_TAG: settings.provider.name,
-        MODEL_TAG: settings.provider.model,
-        AGENT_MODE_TAG: settings.agent.mode,
-        MAX_STEPS_TAG: str(settings.agent.max_steps),
-        CROP_SIZE_TAG: str(settings.agent.crop_size),
-        RUNS_PER_ITEM_TAG: str(settings.run.runs_per_item),
+        **{tag: str(record[key]) for tag, key in SETTING_TAGS.items()},
         CONFIG_HASH_TAG: settings.config_hash(),
         DATASET_HASH_TAG: dataset_hash,
         GIT_COMMIT_TAG: git_commit or "unknown",
@@ -316,7 +307,7 @@ class JobRun:
 
     def _copy_clean(self, source: Path, target: Path) -> None:
         """`target` holds `source` (replaced, never written through: it may be a link), redacted if
-        it holds a secret."""
+        it holds a secret; `source` is read once."""
         target.parent.mkdir(parents=True, exist_ok=True)
         data = source.read_bytes()
         if not contains_secret(data, self.secrets):
@@ -324,7 +315,7 @@ class JobRun:
                 link_or_copy(source, target)
             else:
                 target.unlink(missing_ok=True)
-                shutil.copyfile(source, target)
+                target.write_bytes(data)
             return
         log.warning("MLflow: %s holds an environment secret; uploading it redacted", source)
         target.unlink(missing_ok=True)

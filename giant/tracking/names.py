@@ -59,6 +59,17 @@ AGENT_MODE_TAG: Final = "agent_mode"
 MAX_STEPS_TAG: Final = "T"  # agent.max_steps, the paper's T
 CROP_SIZE_TAG: Final = "S"  # agent.crop_size, the paper's S
 RUNS_PER_ITEM_TAG: Final = "runs_per_item"  # k: runs per item, majority-voted when k > 1
+# The settings a job run is also tagged with, each by the key of the settings' record it copies (its
+# MLflow param): the tags are written (giant.tracking.mlflow_logger.job_tags) and read back
+# (giant.tracking.tables) through this one table.
+SETTING_TAGS: Final = {
+    PROVIDER_TAG: "provider.name",
+    MODEL_TAG: "provider.model",
+    AGENT_MODE_TAG: "agent.mode",
+    MAX_STEPS_TAG: "agent.max_steps",
+    CROP_SIZE_TAG: "agent.crop_size",
+    RUNS_PER_ITEM_TAG: "runs_per_item",
+}
 DATASET_HASH_TAG: Final = "dataset_hash"
 # Which version of the job's questions it scored (giant.data.digest): the tables warn when runs side by
 # side differ in it; also the digest of the job's MLflow input dataset

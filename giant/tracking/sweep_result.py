@@ -171,7 +171,9 @@ def finish_sweep(
     import mlflow
 
     from giant.errors import ConfigError
-    from giant.tracking.tables import cost_markdown, load_runs, to_markdown, write_report
+    from giant.tracking.tables.formats import cost_markdown, to_markdown
+    from giant.tracking.tables.load import load_runs
+    from giant.tracking.tables.report import write_report
 
     swept = store_view_from_runs(client, experiment_id, sweep_id)
     jobs = client.search_runs([experiment_id], filter_string=jobs_filter(sweep_id), max_results=5000)

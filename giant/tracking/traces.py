@@ -3,8 +3,9 @@ provider call and per tool call, so MLflow's Traces tab shows each trajectory st
 image the model was sent attached to the span that sent it (its µm/px and box beside it) and the
 answer's scoring as assessments (giant.tracking.trace_assessments).
 
-Traces are built after the run from the job's record (results.jsonl and the trajectories it names),
-not during it: the agent stays free of tracking code. A trace is written in one step, its tags and
+Traces are built after the run from the job's record (its result records and the trajectories they
+name: the runner's in memory, or a job folder's read once), not during it: the agent stays free of
+tracking code. A trace is written in one step, its tags and
 assessments with it (so one store commit per item-run, and never a trace without its scoring), and
 tagged with its trajectory folder: a resumed job traces the slots without a trace of their current
 trajectory and deletes the rest, so no item-run is traced twice. Span times are laid out from each
@@ -32,7 +33,8 @@ from mlflow.tracing.attachments import Attachment
 from mlflow.tracing.trace_manager import InMemoryTraceManager
 from mlflow.tracing.utils.artifact_utils import get_artifact_uri_for_trace
 
-from giant.record import JobLayout, has_trajectory, latest_by_slot, read_results, read_trajectory
+from giant.record import latest_by_slot
+from giant.record.read import JobRecord, read_runs
 from giant.record.results import ResultRecord
 from giant.record.trajectory import Call, Region, Trajectory
 from giant.secrets import scrub
@@ -77,23 +79,24 @@ class _Images:
         }
 
 
-def log_traces(job: JobRun, out_dir: Path) -> int:
-    """Trace every item-run of the job that has a trajectory and no complete trace; returns how many
-    traces it wrote."""
-    records = latest_by_slot(read_results(JobLayout(out_dir).results)).values()
+def log_traces(job: JobRun, out_dir: Path, record: JobRecord | None = None) -> int:
+    """Trace every item-run of the job in `out_dir` that has a trajectory and no complete trace;
+    returns how many traces it wrote. `record`: the job's record in memory (else the folder's, read
+    once)."""
+    results, trajectories = (
+        (record.records, record.trajectories) if record is not None else read_runs(out_dir)
+    )
+    records = latest_by_slot(results).values()
     mlflow.set_tracking_uri(job.settings.tracking.uri)
     experiment_id = job.client.get_run(job.run_id).info.experiment_id
     traced = _existing(job, experiment_id, records)
     written: list[tuple[str, _Images]] = []
-    for record in records:
-        if record.trajectory is None or record.slot in traced:
+    for line in records:
+        trajectory = trajectories.get(line.slot)
+        if line.trajectory is None or trajectory is None or line.slot in traced:
             continue
-        folder = out_dir / record.trajectory
-        if not has_trajectory(folder):
-            continue
-        images = _Images(folder)
-        trace_id = _trace(read_trajectory(folder), record, job, experiment_id, images)
-        written.append((trace_id, images))
+        images = _Images(out_dir / line.trajectory)
+        written.append((_trace(trajectory, line, job, experiment_id, images), images))
     if not written:
         return 0
     flush = getattr(mlflow, "flush_trace_async_logging", None)

@@ -26,12 +26,12 @@ from giant.core import Box
 from giant.llm.types import AnswerAction, CropAction, NoteAction, Step, Usage
 from giant.record import (
     TRAJECTORY_PAGE,
-    JobLayout,
+    ResultRecord,
     latest_by_slot,
-    read_results,
     read_trajectory,
     trajectory_dir,
 )
+from giant.record.read import JobRecord, read_runs
 from giant.record.trajectory import Call, PatchesPlaced, Region, Trajectory
 from giant.tools import TOOLS, ToolRecord
 from giant.wsi.magnification import mpp_text
@@ -263,17 +263,10 @@ class Scored(NamedTuple):
     label: str | None = None
 
 
-def scored_folders(out_dir: Path) -> dict[Path, Scored]:
-    """Every scored trajectory folder of a job (resolved) -> its truth, verdict and label, from one
-    read of the job's results: the runner writes a page per item, and a read per page is O(items^2)."""
-    out: dict[Path, Scored] = {}
-    for record in latest_by_slot(read_results(JobLayout(out_dir).results)).values():
-        if record.trajectory:
-            read = "none" if record.label is None else str(record.label)
-            out[(out_dir / record.trajectory).resolve()] = Scored(
-                str(record.truth), record.correct, f"{read} ({record.method or record.status})"
-            )
-    return out
+def scored(record: ResultRecord) -> Scored:
+    """What a page shows of its item-run's result record."""
+    read = "none" if record.label is None else str(record.label)
+    return Scored(str(record.truth), record.correct, f"{read} ({record.method or record.status})")
 
 
 def write_job_pages(
@@ -281,20 +274,23 @@ def write_job_pages(
     *,
     mlflow_run_id: str | None = None,
     outlines: Callable[[Trajectory], Outlines] | None = None,
+    job: JobRecord | None = None,
 ) -> None:
-    """trajectory.html in each trajectory folder of the job in `out_dir`, scored from its results;
-    `outlines` gives a trajectory's slide's annotated target regions (giant.eval.annotations)."""
-    scores = scored_folders(out_dir)
-    for folder in JobLayout(out_dir).trajectory_folders():
+    """trajectory.html in the trajectory folder of each recorded item-run of the job in `out_dir`,
+    scored from its result record: the job's record in memory (`job`, as the runner returned it), else
+    the folder's, read once (giant.record.read.read_runs). `outlines` gives a trajectory's slide's
+    annotated target regions (giant.eval.annotations)."""
+    records, trajectories = (job.records, job.trajectories) if job is not None else read_runs(out_dir)
+    for record in latest_by_slot(records).values():
+        traj = trajectories.get(record.slot)
+        if traj is None or record.trajectory is None:
+            continue
+        folder = out_dir / record.trajectory
         try:
-            truth, correct, label = scores.get(folder.resolve(), Scored())
-            traj = read_trajectory(folder)
             write_html(
                 folder,
                 traj,
-                truth=truth,
-                correct=correct,
-                label=label,
+                **scored(record)._asdict(),
                 mlflow_run_id=mlflow_run_id,
                 outlines=outlines(traj) if outlines else (),
             )
@@ -323,7 +319,7 @@ def write_html(
     outlines: Outlines = (),
 ) -> Path:
     """Write folder/trajectory.html with the truth, verdict and label the caller read from the job's
-    results (write_job_pages, scored_folders); the trajectory itself does not know them."""
+    results (write_job_pages, `scored`); the trajectory itself does not know them."""
     traj = traj if traj is not None else read_trajectory(folder)
     path = folder / TRAJECTORY_PAGE
     page = render_html(

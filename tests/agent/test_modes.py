@@ -16,8 +16,7 @@ from giant.agent.config import RegionsConfig
 from giant.agent.context import Context
 from giant.agent.episode_state import EpisodeState, RetryCounter
 from giant.agent.loop import image_part, overview
-from giant.agent.modes import MODES, CallPlan, Mode, modes_with_setting, register
-from giant.agent.modes.base import unregister
+from giant.agent.modes import MODES, CallPlan, Mode, modes_with_setting
 from giant.agent.shipped import shipped_agent
 from giant.config import CONF_DIR, RunSettings
 from giant.core import Item
@@ -25,9 +24,11 @@ from giant.eval.dryrun import estimate_cost
 from giant.llm.config import provider_settings
 from giant.llm.pricing import Pricing, Rates
 from giant.llm.types import TextPart
+from giant.registry import register, unregister
 from giant.roles import Method
 from giant.tracking.mlflow_logger import run_name
-from giant.tracking.tables import RunRecord, build_table, to_markdown
+from giant.tracking.tables.formats import to_markdown
+from giant.tracking.tables.rows import RunRecord, build_table
 from tests.agent.conftest import answer, run, scripted
 
 
@@ -68,9 +69,9 @@ class GlanceMode(Mode[GlanceConfig]):
 
 @pytest.fixture
 def glance() -> Iterator[Mode[GlanceConfig]]:
-    register(GlanceMode)
+    register("mode")(GlanceMode)
     yield MODES["glance"]
-    unregister("glance")
+    unregister("mode", "glance")
 
 
 def test_a_mode_defined_in_one_class_runs_everywhere(

@@ -126,9 +126,10 @@ def test_a_template_that_reaches_past_its_fields_is_refused_on_one_line_before_a
 
 
 def test_the_refused_template_stops_the_dry_run_with_exit_2_and_runs_nothing(tmp_path: Path) -> None:
-    """The command line: one line naming the file, exit 2; the shell command never ran."""
-    import subprocess
-    import sys
+    """The job in-process (giant.evaluate): the one line naming the file that the command line prints
+    with exit 2 (a ConfigError); the shell command never ran."""
+    import giant
+    from giant.errors import ConfigError
 
     marker = tmp_path / "ran"
     (tmp_path / "words").mkdir()
@@ -136,12 +137,9 @@ def test_the_refused_template_stops_the_dry_run_with_exit_2_and_runs_nothing(tmp
     (tmp_path / "words" / "system.j2").write_text(
         system + "{{ cycler.__init__.__globals__.os.popen('touch " + str(marker) + "').read() }}\n"
     )
-    done = subprocess.run(
-        [sys.executable, "scripts/run_eval.py", "dry_run=true", "limit=1",
-         f"agent.prompts={tmp_path / 'words'}", f"hydra.run.dir={tmp_path / 'job'}"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 2, done.stderr
-    errors = [line for line in done.stderr.splitlines() if line.startswith("run_eval:")]
-    assert len(errors) == 1 and "system.j2 cannot be rendered" in errors[0] and "Traceback" not in done.stderr
+    overrides = ["dry_run=true", "limit=1", f"agent.prompts={tmp_path / 'words'}"]
+    with pytest.raises(ConfigError) as err:
+        giant.evaluate(overrides, output_dir=tmp_path / "job")
+    (line,) = str(err.value).splitlines()
+    assert "system.j2 cannot be rendered" in line
     assert not marker.exists()

@@ -34,6 +34,7 @@ def ask(*overrides: str, out: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_random_provider_answers_and_writes_the_trajectory(slide: Path, tmp_path: Path) -> None:
     out = tmp_path / "job"
@@ -66,6 +67,7 @@ def test_random_provider_answers_and_writes_the_trajectory(slide: Path, tmp_path
     assert f"<td>answer read as</td><td>{lines['option']}</td>" in page
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_each_call_records_its_action_or_error(slide: Path, tmp_path: Path) -> None:
     script = tmp_path / "script.jsonl"
@@ -89,6 +91,7 @@ def test_each_call_records_its_action_or_error(slide: Path, tmp_path: Path) -> N
     assert "It is &lt;b&gt;lung&lt;/b&gt; tissue" in (out / "trajectory.html").read_text()
 
 
+@pytest.mark.subprocess_job
 def test_unreadable_slide_exits_1_with_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "broken.svs"
     bad.write_bytes(b"not a slide at all")
@@ -99,6 +102,7 @@ def test_unreadable_slide_exits_1_with_one_line(tmp_path: Path) -> None:
     assert missing.returncode == 1 and missing.stderr.count("\n") == 1 and "slide not found" in missing.stderr
 
 
+@pytest.mark.subprocess_job
 def test_missing_question_is_a_one_line_config_error(slide: Path, tmp_path: Path) -> None:
     proc = ask(f"slide={slide}", out=tmp_path / "job")
     assert proc.returncode == 2

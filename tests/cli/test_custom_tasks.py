@@ -1,16 +1,15 @@
-"""Your own slides and questions through the real CLI (issue 32): a hand-written CSV of four questions
-over two slides the test writes runs end to end with the random provider (in a sweep over two versions of
-the file, `-m dataset.path=a.csv,b.csv`) and with the real openai SDK against a loopback server; a file
-with five mistakes stops before anything is paid; `make_tables` warns when two runs side by side scored
+"""Your own slides and questions through the job of scripts/run_eval.py, in-process (giant.evaluate;
+issue 32): a hand-written CSV of four questions over two slides the test writes runs end to end with the
+random provider (two jobs, over two versions of the file) and with the real openai SDK against a
+loopback server; a file with five mistakes stops before anything is paid (the ConfigError the command
+line prints with exit 2); `make_tables` warns when two runs side by side scored
 different versions of a task; a run with its own system prompt template is another method to `compare`.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
@@ -24,12 +23,9 @@ from giant.errors import EXIT_CONFIG
 from giant.tracking.names import DATASET_DIGEST_TAG, OUTPUT_DIR_TAG
 from giant.wsi.synthetic import write_synthetic_slide
 from tests.browser import loopback
+from tests.helpers.cli import COMPARE, MAKE_TABLES, Ended, Env, clean_env, run_script
 from tests.llm.mock_api import message, responses_body, step_json
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "run_eval.py"
-MAKE_TABLES = ROOT / "scripts" / "make_tables.py"
-COMPARE = ROOT / "scripts" / "compare.py"
 KEY = "sk-test-custom-0123456789"
 
 pytestmark = pytest.mark.slow
@@ -66,15 +62,12 @@ class Cohort:
     def uri(self) -> str:
         return f"sqlite:///{self.tmp / 'store' / 'mlflow.db'}"
 
-    def run(self, *args: str, script: Path = SCRIPT) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, str(script), *args],
-            cwd=self.tmp,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=400,
-        )
+    def run(self, *args: str, script: Path) -> subprocess.CompletedProcess[str]:
+        return run_script(script, *args, cwd=self.tmp, env=self.env, timeout=400)
+
+    def job(self, folder: Path, *args: str) -> Ended:
+        """The job of `run_eval.py args`, in-process, into `folder`."""
+        return Env(self.tmp, self.env).ended(folder, *args)
 
     def common(self, *more: str) -> list[str]:
         return [
@@ -96,32 +89,23 @@ def cohort(tmp_path_factory: pytest.TempPathFactory) -> Cohort:
     questions.write_text(QUESTIONS.format(absolute=slides / "s2.svs"))
     changed = tmp / "questions_v2.csv"
     changed.write_text(QUESTIONS.format(absolute=slides / "s2.svs").replace(",3,g1,", ",4,g1,"))
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_", "OPENAI_"))
-    }
-    env.update(
+    env = clean_env(
+        "OPENAI_",
         OPENAI_API_KEY=KEY,
         GIANT_CACHE_DIR=str(tmp / "cache"),
         GIANT_OUTPUT_DIR=str(tmp / "outputs"),
-        GIANT_MULTIRUN_DIR=str(tmp / "multirun"),
     )
     return Cohort(tmp, slides, questions, changed, env)
 
 
 @pytest.fixture(scope="module")
 def sweep(cohort: Cohort) -> list[Path]:
-    """The random provider over both versions of the file, one sweep: two jobs."""
-    folder = cohort.tmp / "sweep"
-    proc = cohort.run(
-        "-m",
-        *cohort.common(
-            "provider=random",
-            f"dataset.path={cohort.questions},{cohort.changed}",
-            f"hydra.sweep.dir={folder}",
-        ),
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return [folder / "0", folder / "1"]
+    """The random provider over both versions of the file: two jobs, the changed file's second."""
+    folders = [cohort.tmp / "sweep" / "0", cohort.tmp / "sweep" / "1"]
+    for folder, path in zip(folders, (cohort.questions, cohort.changed), strict=True):
+        end = cohort.job(folder, *cohort.common("provider=random", f"dataset.path={path}"))
+        assert end.code == 0, end
+    return folders
 
 
 def _summary(folder: Path) -> dict[str, object]:
@@ -187,15 +171,13 @@ def openai_run(cohort: Cohort, openai_server: str) -> Path:
     """The real openai SDK against the loopback server, on the first version of the file."""
     folder = cohort.tmp / "openai"
     before = len(cohort.requests)
-    proc = cohort.run(
+    end = cohort.job(
+        folder,
         *cohort.common(
-            "provider=openai",
-            f"provider.base_url={openai_server}",
-            f"dataset.path={cohort.questions}",
-            f"hydra.run.dir={folder}",
-        )
+            "provider=openai", f"provider.base_url={openai_server}", f"dataset.path={cohort.questions}"
+        ),
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert end.code == 0, end
     assert len(cohort.requests) - before == 4  # one answer per question
     return folder
 
@@ -227,7 +209,8 @@ def test_five_mistakes_are_five_lines_and_nothing_starts(cohort: Cohort, openai_
     bad.write_text(MISTAKES)
     store = cohort.tmp / "bad-store"
     before = len(cohort.requests)
-    proc = cohort.run(
+    end = cohort.job(
+        cohort.tmp / "mistakes",
         "dataset=custom",
         f"dataset.path={bad}",
         f"paths.wsi_root={cohort.slides}",
@@ -235,9 +218,9 @@ def test_five_mistakes_are_five_lines_and_nothing_starts(cohort: Cohort, openai_
         f"provider.base_url={openai_server}",
         f"tracking.uri=sqlite:///{store / 'mlflow.db'}",
     )
-    assert proc.returncode == EXIT_CONFIG, proc.stderr
-    assert "Traceback" not in proc.stderr
-    lines = [line.strip() for line in proc.stderr.splitlines() if line.strip().startswith("row ")]
+    assert end.code == EXIT_CONFIG, end
+    message = end.line or ""
+    lines = [line.strip() for line in message.splitlines() if line.strip().startswith("row ")]
     assert [line.split(":")[0] for line in lines] == [
         "row 1, column options",
         "row 2, column answer",
@@ -245,7 +228,7 @@ def test_five_mistakes_are_five_lines_and_nothing_starts(cohort: Cohort, openai_
         "row 4, column id",
         "row 5, column metric",
     ]
-    assert "5 problem(s)" in proc.stderr
+    assert "5 problem(s)" in message
     assert len(cohort.requests) == before  # no call
     if (store / "mlflow.db").exists():  # the store may exist, but no run is in it
         client = MlflowClient(f"sqlite:///{store / 'mlflow.db'}")
@@ -260,15 +243,11 @@ def test_a_system_prompt_template_of_your_own_is_another_method_to_compare(
     text = (SHIPPED_DIR / "system.j2").read_text().replace("an expert pathologist", "a careful pathologist")
     (templates / "system.j2").write_text(text)
     folder = cohort.tmp / "worded"
-    proc = cohort.run(
-        *cohort.common(
-            "provider=random",
-            f"dataset.path={cohort.questions}",
-            f"agent.prompts={templates}",
-            f"hydra.run.dir={folder}",
-        )
+    end = cohort.job(
+        folder,
+        *cohort.common("provider=random", f"dataset.path={cohort.questions}", f"agent.prompts={templates}"),
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert end.code == 0, end
     default = _summary(sweep[0])["provenance"]["config_hash"]  # type: ignore[index]
     assert _summary(folder)["provenance"]["config_hash"] != default  # type: ignore[index]
     trajectory = json.loads(next(folder.glob("trajectories/*/run0/trajectory.json")).read_text())

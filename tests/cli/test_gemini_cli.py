@@ -1,23 +1,20 @@
-"""provider=gemini through the real CLI (`scripts/run_eval.py`, a subprocess) and the real google-genai
-SDK against the loopback Gemini server: a T=20 paper-mode episode with every thought signature sent
-back, its rerun answered by the ledger alone, and a wrong key stopping the run with one line."""
+"""provider=gemini through the job of `scripts/run_eval.py` (in-process, giant.evaluate) and the real
+google-genai SDK against the loopback Gemini server: a T=20 paper-mode episode with every thought
+signature sent back, its rerun answered by the ledger alone, and a wrong key stopping the run with the
+one line and exit code the command line prints for it."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from giant.data.demo import build_demo
 from giant.errors import EXIT_SETUP
+from tests.helpers.cli import Ended, Env, clean_env
 from tests.llm.gemini_server import BAD_KEY, KEY, GeminiServer, serving
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "run_eval.py"
 T = 20
 
 pytestmark = pytest.mark.slow
@@ -29,13 +26,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return paths.csv_path, paths.wsi_root
 
 
-def _run(
-    tmp: Path, url: str, csv: Path, wsi_root: Path, *more: str, out: str = "outputs"
-) -> subprocess.CompletedProcess[str]:
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_", "GEMINI_"))
-    }
-    env.update(GIANT_CACHE_DIR=str(tmp / "cache"), GIANT_OUTPUT_DIR=str(tmp / out), GEMINI_API_KEY=KEY)
+def _run(tmp: Path, url: str, csv: Path, wsi_root: Path, *more: str, out: str = "outputs") -> Ended:
+    env = clean_env("GEMINI_", GIANT_CACHE_DIR=str(tmp / "cache"), GEMINI_API_KEY=KEY)
     args = [
         "provider=gemini",
         f"provider.base_url={url}",
@@ -45,9 +37,7 @@ def _run(
         f"tracking.uri=sqlite:///{tmp / out / 'mlflow.db'}",
         *more,
     ]
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *args], cwd=tmp, env=env, capture_output=True, text=True, timeout=300
-    )
+    return Env(tmp, env).ended(tmp / out / "job", *args)
 
 
 def _calls(out: Path) -> list[dict[str, object]]:
@@ -64,8 +54,8 @@ def test_a_paper_mode_episode_at_t20_then_its_replay(tmp_path: Path, demo: tuple
         first = _run(tmp_path, url, csv, wsi_root, *paper)
         sent = len(server.requests)
         again = _run(tmp_path, url, csv, wsi_root, *paper, "resume=false", out="again")  # afresh, same ledger
-    assert first.returncode == 0, first.stderr
-    assert again.returncode == 0, again.stderr
+    assert first.code == 0, first
+    assert again.code == 0, again
     calls = _calls(tmp_path / "outputs")
     assert len(calls) == T == sent and not [c for c in calls if c.get("error")]  # 0 failed calls
     assert server.rejected == []  # every later request carried the earlier signatures
@@ -83,14 +73,17 @@ def test_a_paper_mode_episode_at_t20_then_its_replay(tmp_path: Path, demo: tuple
     assert len(replayed) == T and all(c["usage"]["calls_replayed"] == 1 for c in replayed)  # type: ignore[index]
 
 
-def test_a_wrong_key_stops_the_run_naming_its_variable(tmp_path: Path, demo: tuple[Path, Path]) -> None:
+def test_a_wrong_key_stops_the_run_naming_its_variable(
+    tmp_path: Path, demo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     csv, wsi_root = demo
     server = GeminiServer(answer_at=2)
     server.fail = [BAD_KEY] * 20
     with serving(server) as url:
-        proc = _run(tmp_path, url, csv, wsi_root, "agent.max_steps=2", "concurrency=8")
-    assert proc.returncode == EXIT_SETUP, proc.stderr
+        end = _run(tmp_path, url, csv, wsi_root, "agent.max_steps=2", "concurrency=8")
+    assert end.code == EXIT_SETUP, end
     assert len(server.requests) <= 2  # 8 items on 8 workers: the first call goes alone and stops the run
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert lines[-1].startswith("run_eval: stopped at the first key error") and "$GEMINI_API_KEY" in lines[-1]
-    assert KEY not in proc.stderr + proc.stdout and "Traceback" not in proc.stderr
+    line = end.line or ""
+    assert line.startswith("run_eval: stopped at the first key error") and "$GEMINI_API_KEY" in line
+    printed = capsys.readouterr()
+    assert KEY not in line + printed.out + printed.err

@@ -20,7 +20,7 @@ import pytest
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
-from tests.cli.test_run_eval import SCRIPT, SECRET, Env
+from tests.helpers.cli import SCRIPT, Env
 
 ANSWER = {"reasoning": "done", "action": {"type": "answer", "text": '<response>{"answer": 1}</response>'}}
 N_ITEMS = 8  # the demo set's accuracy task
@@ -28,17 +28,7 @@ N_ITEMS = 8  # the demo set's accuracy task
 
 @pytest.fixture(scope="module")
 def cli(tmp_path_factory: pytest.TempPathFactory) -> Env:
-    tmp = tmp_path_factory.mktemp("interrupt")
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_", "SUBMITIT_"))
-    }
-    env.update(
-        OPENAI_API_KEY=SECRET,
-        GIANT_CACHE_DIR=str(tmp / "cache"),
-        GIANT_OUTPUT_DIR=str(tmp / "outputs"),
-        GIANT_MULTIRUN_DIR=str(tmp / "multirun"),
-    )
-    return Env(tmp, env)
+    return Env.make(tmp_path_factory.mktemp("interrupt"))
 
 
 def _script(cli: Env, sleep: float) -> Path:
@@ -82,6 +72,7 @@ def _assert_one_line_stop(proc: subprocess.Popen[str], stderr: str) -> None:
     assert stops[0].startswith("run_eval: stopped by SIGTERM; rerun the same command to resume"), stderr
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_sigterm_stops_cleanly_and_the_rerun_resumes_the_same_mlflow_run(cli: Env) -> None:
     run_dir = cli.tmp / "single"
@@ -121,6 +112,7 @@ def test_sigterm_stops_cleanly_and_the_rerun_resumes_the_same_mlflow_run(cli: En
     assert len(client.search_runs([killed.info.experiment_id])) == 1  # reattached, no second run
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_sigterm_while_the_job_sets_up_is_one_line_and_no_item_starts(cli: Env) -> None:
     """Hydra has made the job's folder, the job is loading its data and opening MLflow: the items'
@@ -139,6 +131,7 @@ def test_sigterm_while_the_job_sets_up_is_one_line_and_no_item_starts(cli: Env) 
     assert _lines(run_dir / "results.jsonl") == []  # stopped at its first check: no item ran
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_sigterm_during_a_sweep_closes_its_parent_as_interrupted_not_failed(cli: Env) -> None:
     sweep_dir = cli.tmp / "sweep"
@@ -157,6 +150,7 @@ def test_sigterm_during_a_sweep_closes_its_parent_as_interrupted_not_failed(cli:
     assert not (sweep_dir / "1").exists()  # the sweep stopped: the second job never started
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_sigterm_to_a_joblib_sweep_stops_every_running_job_cleanly(cli: Env) -> None:
     """Only the sweep process gets the signal (`kill PID`): it passes it on to the workers, and no job
@@ -202,6 +196,7 @@ def _children_of(pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_submitit_local_requeues_a_preempted_job_which_resumes_its_run(cli: Env) -> None:
     """SIGUSR2 is what SLURM sends before the time limit and on preemption (submitit's signal): the job

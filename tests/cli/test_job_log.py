@@ -5,28 +5,25 @@ progress bar) is kept in its last state only."""
 from __future__ import annotations
 
 import io
-import os
 from pathlib import Path
 
 import pytest
 
 from giant.cli.joblog import Tee
 from giant.data.demo import build_demo
-from tests.cli.test_run_eval import SECRET, Env
+from tests.helpers.cli import SECRET, Env
 
 
 @pytest.fixture(scope="module")
 def cli(tmp_path_factory: pytest.TempPathFactory) -> Env:
-    tmp = tmp_path_factory.mktemp("job_log")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
-    env.update(OPENAI_API_KEY=SECRET, GIANT_CACHE_DIR=str(tmp / "cache"), GIANT_OUTPUT_DIR=str(tmp / "out"))
-    return Env(tmp, env)
+    return Env.make(tmp_path_factory.mktemp("job_log"))
 
 
 def _log(folder: Path) -> str:
     return (folder / "run_eval.log").read_text(encoding="utf-8")
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_the_job_folder_holds_what_the_job_printed(cli: Env) -> None:
     folder = cli.tmp / "job"
@@ -42,6 +39,7 @@ def test_the_job_folder_holds_what_the_job_printed(cli: Env) -> None:
     assert "\r" not in _log(again)  # the progress bar's redraws are not kept
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_one_line_error_is_in_the_log(cli: Env) -> None:
     folder = cli.tmp / "stopped"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +19,8 @@ from giant.compare.stats import mcnemar_exact
 from giant.data.demo import SLIDES, build_demo, markers
 from giant.tracking.names import CI_HIGH_SUFFIX, NAVIGATION_METRIC_PREFIX
 from tests.browser import open_page, serve
-from tests.cli.test_rescore import RESCORE
-from tests.cli.test_run_eval import MAKE_TABLES, Env
 from tests.compare.conftest import COMPARE
+from tests.helpers.cli import MAKE_TABLES, Env, clean_env
 
 HIT_RATE = f"{NAVIGATION_METRIC_PREFIX}hit_rate"
 PAD = 18  # a 60 px box around a 24 px marker: 16% of it is marker (hit_overlap 0.1)
@@ -31,9 +29,9 @@ PAD = 18  # a 60 px box around a 24 px marker: 16% of it is marker (hit_overlap 
 @pytest.fixture(scope="module")
 def cli(tmp_path_factory: pytest.TempPathFactory) -> Env:
     tmp = tmp_path_factory.mktemp("navigation")
-    drop = ("MLFLOW_", "GIANT_", "HYDRA_", "OPENAI_", "ANTHROPIC_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-    env.update(GIANT_CACHE_DIR=str(tmp / "cache"), GIANT_OUTPUT_DIR=str(tmp / "outputs"))
+    env = clean_env(
+        "OPENAI_", "ANTHROPIC_", GIANT_CACHE_DIR=str(tmp / "cache"), GIANT_OUTPUT_DIR=str(tmp / "outputs")
+    )
     return Env(tmp, env)
 
 
@@ -118,13 +116,12 @@ def test_annotations_added_after_the_run_count_in_a_rescore_without_provider_cal
     script.unlink()  # a re-score that built the provider, or called it, would fail now
     annotations = build_demo(cli.tmp / "cache" / "demo").annotations
     out = cli.tmp / "rescored"
-    cli.run(
+    cli.rescore(
+        out,
         f"source={cli.tmp / 'unannotated'}",
         f"annotations={annotations}",
         "navigation.hit_mpp=0.5",
         f"tracking.uri={cli.uri}",
-        f"hydra.run.dir={out}",
-        script=RESCORE,
     )
     after = json.loads((out / "summary.json").read_text())
     assert after["navigation"]["annotated"] == 8 and after["navigation"]["hit_rate"]["point"] == 1.0

@@ -11,12 +11,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from giant.llm.request_limits import ANTHROPIC_LIMITS
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 600
 
 
+@pytest.mark.subprocess_job
 def test_the_study_sweep_prices_every_cell(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
     env.update(GIANT_CACHE_DIR=str(tmp_path / "cache"), GIANT_MULTIRUN_DIR=str(tmp_path / "multirun"))

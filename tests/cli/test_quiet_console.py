@@ -49,6 +49,7 @@ def _run(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str],
     return proc, job
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_run_prints_no_line_per_http_request(tmp_path: Path) -> None:
     proc, job = _run(tmp_path)
@@ -66,6 +67,7 @@ def test_a_run_prints_no_line_per_http_request(tmp_path: Path) -> None:
     assert experiment is not None and experiment.tags[EXPERIMENT_KIND_TAG] == MODEL_DEVELOPMENT
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 @pytest.mark.parametrize("loud", ["verbose=true", "hydra.verbose=httpx2"])
 def test_verbose_brings_the_request_lines_back(tmp_path: Path, loud: str) -> None:
@@ -73,6 +75,7 @@ def test_verbose_brings_the_request_lines_back(tmp_path: Path, loud: str) -> Non
     assert proc.stdout.count(HTTP_LINE) == T * ITEMS
 
 
+@pytest.mark.subprocess_job
 def test_a_verbose_that_is_not_a_boolean_is_one_line_and_exit_2(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
     proc = subprocess.run(

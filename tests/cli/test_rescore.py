@@ -22,10 +22,9 @@ from giant.data.multipathqa import CSV_COLUMNS
 from giant.eval.rescore_records import rescore_records
 from giant.record import ResultRecord
 from giant.tracking.names import RESCORE_TAG, ROLE_TAG
-from giant.tracking.tables import RunRecord, latest_per_row_and_task
-from tests.cli.test_run_eval import MAKE_TABLES, ROOT, Env
+from giant.tracking.tables.rows import RunRecord, latest_per_row_and_task
+from tests.helpers.cli import MAKE_TABLES, RESCORE, Env, clean_env
 
-RESCORE = ROOT / "scripts" / "rescore.py"
 TRUTH = ("0", "0", "2")
 NULL_ANSWER = '<response>{"isup_grade": null}</response>'
 
@@ -55,12 +54,10 @@ def _panda_csv(tmp: Path) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def cli(tmp_path_factory: pytest.TempPathFactory) -> Env:
     """No API key in the environment: a re-score must not need one."""
-    import os
-
     tmp = tmp_path_factory.mktemp("rescore")
-    drop = ("MLFLOW_", "GIANT_", "HYDRA_", "OPENAI_", "ANTHROPIC_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-    env.update(GIANT_CACHE_DIR=str(tmp / "cache"), GIANT_OUTPUT_DIR=str(tmp / "outputs"))
+    env = clean_env(
+        "OPENAI_", "ANTHROPIC_", GIANT_CACHE_DIR=str(tmp / "cache"), GIANT_OUTPUT_DIR=str(tmp / "outputs")
+    )
     return Env(tmp, env)
 
 
@@ -85,10 +82,9 @@ def job(cli: Env) -> Job:
 
 
 def _rescore(job: Job, source: str, name: str, *extra: str) -> tuple[Path, dict]:
+    """The re-score scripts/rescore.py runs, in this process (its exit code and line: the last test)."""
     out = job.cli.tmp / name
-    job.cli.run(
-        f"source={source}", *extra, f"tracking.uri={job.cli.uri}", f"hydra.run.dir={out}", script=RESCORE
-    )
+    job.cli.rescore(out, f"source={source}", *extra, f"tracking.uri={job.cli.uri}")
     return out, json.loads((out / "summary.json").read_text())
 
 
@@ -100,7 +96,6 @@ def _rescore_run(job: Job, out: Path):
     return run
 
 
-@pytest.mark.slow
 def test_rescore_from_the_folder_reads_null_as_no_answer(job: Job) -> None:
     before = json.loads((job.folder / "summary.json").read_text())
     assert before["panda_null_as_zero"] is True
@@ -135,7 +130,6 @@ def test_rescore_from_the_folder_reads_null_as_no_answer(job: Job) -> None:
     assert {"results.jsonl", "summary.json", "predictions.csv", "confusion_matrix.png"} <= artifacts
 
 
-@pytest.mark.slow
 def test_rescore_from_the_run_id_and_tables_use_it(job: Job) -> None:
     out, after = _rescore(job, job.run_id, "from_run", "panda_null_as_zero=false")
     assert after["metric"]["point"] == 0.0 and after["metric"]["replicates"] == 100  # kept from the source
@@ -151,12 +145,9 @@ def test_rescore_from_the_run_id_and_tables_use_it(job: Job) -> None:
     assert "replaced by the newest" in proc.stdout
 
 
+@pytest.mark.subprocess_job
 def test_a_bad_source_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    import os
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
-    env["GIANT_OUTPUT_DIR"] = str(tmp_path / "outputs")
-    cli = Env(tmp_path, env)
+    cli = Env(tmp_path, clean_env(GIANT_OUTPUT_DIR=str(tmp_path / "outputs")))
     missing = tmp_path / "no_such_job"
     proc = cli.run(f"source={missing}", f"tracking.uri={cli.uri}", script=RESCORE, check=False)
     assert proc.returncode == 2

@@ -1,89 +1,31 @@
-"""The real CLI (`scripts/run_eval.py`) in a subprocess on the demo data, into a tmp MLflow store.
+"""The real CLI (`scripts/run_eval.py`) on the demo data, into a tmp MLflow store.
 
-One sweep, one single run and one joblib sweep are run once per module and shared by the assertions
-(MLflow and Hydra start slowly; each subprocess costs seconds).
+One sweep and one joblib sweep run as subprocesses (the sweep and its launcher are what they test), once
+per module and shared by the assertions; the jobs whose subject is what a job logs run in-process
+(giant.evaluate), as does every bad setting but one, which shows the one line and exit 2 of the process.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from mlflow.tracking import MlflowClient
 
-import giant
+from giant.errors import ConfigError
 from giant.tracking.names import OUTPUT_DIR_TAG, PARENT_TAG, ROLE_TAG, SOURCE_RUN
-
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "run_eval.py"
-MAKE_TABLES = ROOT / "scripts" / "make_tables.py"
-SECRET = "sk-test-SECRET-9f8e7d6c5b4a39281706"
-TIMEOUT = 300
-
-
-@dataclass
-class Env:
-    tmp: Path
-    env: dict[str, str]
-
-    @property
-    def uri(self) -> str:
-        return f"sqlite:///{self.tmp / 'store' / 'mlflow.db'}"
-
-    def run(
-        self, *args: str, check: bool = True, script: Path = SCRIPT, env: dict[str, str] | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        """Runs from tmp (not the project root): the CLI must not depend on the working directory."""
-        proc = subprocess.run(
-            [sys.executable, str(script), *args],
-            cwd=self.tmp,
-            env=self.env if env is None else env,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-        return proc
-
-    def client(self) -> MlflowClient:
-        return MlflowClient(self.uri)
-
-    def evaluate(self, folder: Path, *args: str) -> str:
-        """The job `run(*args)` runs, in this process (giant.evaluate: no interpreter, Hydra or MLflow
-        start of its own), into `folder` with this environment's cache, logged to `uri`; its MLflow
-        run's id. For tests that need a finished job, not the command line around it."""
-        overrides = [*args, f"paths.cache_dir={self.env['GIANT_CACHE_DIR']}", f"tracking.uri={self.uri}"]
-        giant.evaluate(overrides, output_dir=folder)
-        client = self.client()
-        experiment = client.get_experiment_by_name("giant")
-        assert experiment is not None
-        (run,) = client.search_runs(
-            [experiment.experiment_id], f"tags.{OUTPUT_DIR_TAG} = '{folder.absolute()}'"
-        )
-        return str(run.info.run_id)
+from tests.helpers.cli import MAKE_TABLES, SCRIPT, SECRET, Env
 
 
 @pytest.fixture(scope="module")
 def cli(tmp_path_factory: pytest.TempPathFactory) -> Env:
-    tmp = tmp_path_factory.mktemp("cli")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
-    env.update(
-        OPENAI_API_KEY=SECRET,
-        GIANT_CACHE_DIR=str(tmp / "cache"),  # demo slides and the resume index stay in tmp
-        GIANT_OUTPUT_DIR=str(tmp / "outputs"),
-        GIANT_MULTIRUN_DIR=str(tmp / "multirun"),
-    )
-    return Env(tmp, env)
+    return Env.make(tmp_path_factory.mktemp("cli"))
 
 
 @pytest.fixture(scope="module")
@@ -114,17 +56,22 @@ def single(cli: Env) -> Path:
     ]
     script.write_text("".join(json.dumps(line) + "\n" for line in lines))
     run_dir = cli.tmp / "single"
-    cli.run(
+    cli.evaluate(
+        run_dir,
         "provider=scripted",
         f"provider.script={script}",
         "dataset.benchmark=demo_count",
         "agent.max_steps=3",
         "limit=4",
         "tracking.traces=true",
-        f"tracking.uri={cli.uri}",
-        f"hydra.run.dir={run_dir}",
     )
     return run_dir
+
+
+@pytest.fixture(scope="module")
+def job(cli: Env) -> str:
+    """One job of the sweep's kind, in-process: its MLflow run's id."""
+    return cli.evaluate(cli.tmp / "job", "provider=random", "agent=giant", "agent.max_steps=3", "limit=3")
 
 
 def _children(cli: Env, parent_id: str) -> list:
@@ -134,6 +81,7 @@ def _children(cli: Env, parent_id: str) -> list:
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess_job
 def test_sweep_has_one_parent_and_a_child_per_job(cli: Env, sweep: Path) -> None:
     info = json.loads((sweep / "mlflow_sweep.json").read_text())
     client = cli.client()
@@ -150,28 +98,27 @@ def test_sweep_has_one_parent_and_a_child_per_job(cli: Env, sweep: Path) -> None
         assert child.data.tags["sweep_id"] == parent.info.run_id
         assert child.data.tags["provider"] == "random" and child.data.tags["dataset"] == "demo_shapes"
         assert child.data.tags["status"] == "complete"
+        assert Path(child.data.tags[OUTPUT_DIR_TAG]).parent == sweep
+
+
+def test_job_metrics_equal_summary_json(cli: Env, job: str) -> None:
+    child = cli.client().get_run(job)
+    out_dir = Path(child.data.tags[OUTPUT_DIR_TAG])
+    summary = json.loads((out_dir / "summary.json").read_text())
+    metrics = child.data.metrics
+    assert metrics["metric"] == summary["metric"]["point"]
+    assert metrics["metric_boot_std"] == summary["metric"]["std"]
+    assert metrics["accuracy"] == summary["accuracy"]
+    assert metrics["balanced_accuracy"] == summary["balanced_accuracy"]
+    assert metrics["n_items"] == summary["n_items"] == 3
+    assert metrics["steps_mean"] == summary["totals"]["steps_mean"]
+    assert metrics["tokens_input"] == summary["totals"]["input_tokens"]
+    assert child.data.tags["config_hash"] == summary["provenance"]["config_hash"]
+    assert child.data.tags["dataset_hash"] == summary["provenance"]["dataset_hash"]
 
 
 @pytest.mark.slow
-def test_sweep_metrics_equal_summary_json(cli: Env, sweep: Path) -> None:
-    info = json.loads((sweep / "mlflow_sweep.json").read_text())
-    for child in _children(cli, info["parent_run_id"]):
-        out_dir = Path(child.data.tags["output_dir"])
-        assert out_dir.parent == sweep
-        summary = json.loads((out_dir / "summary.json").read_text())
-        metrics = child.data.metrics
-        assert metrics["metric"] == summary["metric"]["point"]
-        assert metrics["metric_boot_std"] == summary["metric"]["std"]
-        assert metrics["accuracy"] == summary["accuracy"]
-        assert metrics["balanced_accuracy"] == summary["balanced_accuracy"]
-        assert metrics["n_items"] == summary["n_items"] == 3
-        assert metrics["steps_mean"] == summary["totals"]["steps_mean"]
-        assert metrics["tokens_input"] == summary["totals"]["input_tokens"]
-        assert child.data.tags["config_hash"] == summary["provenance"]["config_hash"]
-        assert child.data.tags["dataset_hash"] == summary["provenance"]["dataset_hash"]
-
-
-@pytest.mark.slow
+@pytest.mark.subprocess_job
 def test_make_tables_builds_table1_from_the_sweep(cli: Env, sweep: Path) -> None:
     """Issue 6: make_tables turns the sweep's runs into Table 1, one row per agent mode, each cell the
     run's bootstrap mean ± std in percent."""
@@ -209,11 +156,9 @@ def test_make_tables_builds_table1_from_the_sweep(cli: Env, sweep: Path) -> None
             assert abs(float(cell[1]) - mean) <= 0.05 + 1e-9 and abs(float(cell[2]) - std) <= 0.05 + 1e-9
 
 
-@pytest.mark.slow
-def test_sweep_params_and_artifacts(cli: Env, sweep: Path) -> None:
-    info = json.loads((sweep / "mlflow_sweep.json").read_text())
+def test_job_params_and_artifacts(cli: Env, job: str) -> None:
     client = cli.client()
-    child = _children(cli, info["parent_run_id"])[0]
+    child = client.get_run(job)
     params = child.data.params
     assert params["agent.max_steps"] == child.data.tags["T"]
     assert params["provider.name"] == "random" and params["limit"] == "3"
@@ -230,7 +175,6 @@ def test_sweep_params_and_artifacts(cli: Env, sweep: Path) -> None:
     assert {"trajectory.json", "trajectory.html"} <= inside
 
 
-@pytest.mark.slow
 def test_single_run_scripted_with_confusion_matrix_and_traces(cli: Env, single: Path) -> None:
     summary = json.loads((single / "summary.json").read_text())
     assert summary["metric_name"] == "balanced_accuracy" and summary["n_items"] == 4
@@ -254,7 +198,8 @@ def test_single_run_scripted_with_confusion_matrix_and_traces(cli: Env, single: 
 
 
 @pytest.mark.slow
-def test_no_secret_in_store_or_outputs(cli: Env, sweep: Path, single: Path) -> None:
+@pytest.mark.subprocess_job
+def test_no_secret_in_store_or_outputs(cli: Env, sweep: Path, single: Path, job: str) -> None:
     needle = SECRET.encode()
     leaks = [p for p in cli.tmp.rglob("*") if p.is_file() and p.suffix != ".svs" and needle in p.read_bytes()]
     assert leaks == []
@@ -262,6 +207,7 @@ def test_no_secret_in_store_or_outputs(cli: Env, sweep: Path, single: Path) -> N
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess_job
 def test_sweep_under_joblib_launcher(cli: Env) -> None:
     sweep_dir = cli.tmp / "joblib"
     cli.run(
@@ -281,59 +227,45 @@ def test_sweep_under_joblib_launcher(cli: Env) -> None:
     assert cli.client().get_run(info["parent_run_id"]).info.status == "FINISHED"
 
 
+@pytest.mark.subprocess_job
+def test_bad_config_is_one_line_exit_2(cli: Env) -> None:
+    """The process: one line on stderr, exit 2, and a bad sweep job is found before any job runs."""
+    args = ["-m", "agent.max_steps=2,-1", f"tracking.uri={cli.uri}", f"hydra.sweep.dir={cli.tmp / 'never'}"]
+    proc = cli.run(*args, check=False)
+    assert proc.returncode == 2
+    assert not (cli.tmp / "never").exists()
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "(sweep job: agent.max_steps=-1" in lines[0], proc.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
         (["agent.max_steps=-1"], "agent.max_steps=-1"),
         (["provider=opneai"], "unknown provider 'opneai'"),
         (["agent.crop_size=20000"], "agent.crop_size=20000"),
-        (["-m", "agent.max_steps=2,-1"], "(sweep job: agent.max_steps=-1"),  # checked before any job
         (
             ["agent.maxsteps=3"],
             "unknown key 'agent.maxsteps': no such setting; did you mean agent.max_steps?",
         ),
     ],
 )
-def test_bad_config_is_one_line_exit_2(cli: Env, args: list[str], expected: str) -> None:
-    proc = cli.run(*args, f"tracking.uri={cli.uri}", f"hydra.sweep.dir={cli.tmp / 'never'}", check=False)
-    assert proc.returncode == 2
-    assert not (cli.tmp / "never").exists()
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and expected in lines[0], proc.stderr
+def test_bad_config_is_one_config_error_line(cli: Env, args: list[str], expected: str) -> None:
+    """The ConfigError that the command line prints as its one line with exit 2 (giant.cli.run)."""
+    with pytest.raises(ConfigError) as err:
+        cli.job(cli.tmp / "bad", *args, f"tracking.uri={cli.uri}")
+    assert len(str(err.value).splitlines()) == 1 and expected in str(err.value)
 
 
-@pytest.mark.slow
 def test_missing_api_key_is_one_line(cli: Env) -> None:
-    env = dict(cli.env)
-    env.pop("OPENAI_API_KEY")
-    proc = cli.run("provider=openai", "limit=1", f"tracking.uri={cli.uri}", check=False, env=env)
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "OPENAI_API_KEY" in lines[0], proc.stderr
+    without_key = Env(cli.tmp, {k: v for k, v in cli.env.items() if k != "OPENAI_API_KEY"})
+    with pytest.raises(ConfigError) as err:
+        without_key.job(cli.tmp / "no_key", "provider=openai", "limit=1", f"tracking.uri={cli.uri}")
+    assert len(str(err.value).splitlines()) == 1 and "OPENAI_API_KEY" in str(err.value)
 
 
 @pytest.mark.slow
-def test_a_failing_sweep_closes_its_parent_as_failed(cli: Env) -> None:
-    bad = cli.tmp / "bad_script.jsonl"
-    bad.write_text("this is not json\n")
-    sweep_dir = cli.tmp / "failing"
-    proc = cli.run(
-        "-m",
-        "provider=scripted",
-        f"provider.script={bad}",
-        "agent.max_steps=1,2",
-        f"tracking.uri={cli.uri}",
-        f"hydra.sweep.dir={sweep_dir}",
-        check=False,
-    )
-    assert proc.returncode == 2
-    assert "line 1: invalid" in proc.stderr.strip().splitlines()[-1]
-    info = json.loads((sweep_dir / "mlflow_sweep.json").read_text())
-    parent = cli.client().get_run(info["parent_run_id"])
-    assert parent.info.status == "FAILED" and parent.data.tags["status"] == "failed"
-
-
-@pytest.mark.slow
+@pytest.mark.subprocess_job
 def test_ctrl_c_is_one_line_and_the_rerun_resumes(cli: Env) -> None:
     script = cli.tmp / "slow.jsonl"
     step = {"reasoning": "done", "action": {"type": "answer", "text": '<response>{"answer": 1}</response>'}}

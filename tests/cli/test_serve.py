@@ -1,5 +1,6 @@
-"""`server=vllm` through the real CLI: each job of a sweep starts its own server (a fake `vllm` on
-PATH that serves the loopback vLLM stub), runs against it and stops it, also when the job fails."""
+"""`server=vllm`: each job of a sweep (the real CLI) starts its own server (a fake `vllm` on PATH that
+serves the loopback vLLM stub), runs against it and stops it, also when the job fails (the job of
+scripts/run_eval.py in-process, giant.evaluate, with the exit code and line the command line gives)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli import SCRIPT, Ended, Env
 from tests.llm.fake_vllm import install
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "run_eval.py"
 MODELS = ("Qwen/Qwen2.5-VL-7B-Instruct", "OpenGVLab/InternVL3-8B")
 TIMEOUT = 300
 
@@ -45,6 +45,21 @@ def _run(tmp: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str
     )
 
 
+def _job(tmp: Path, folder: Path, *args: str, **extra: str) -> tuple[Ended, str]:
+    """`_run(tmp, *args)`'s job in-process into `folder`: its end and what it printed."""
+    import contextlib
+    import io
+
+    install(tmp / "bin")
+    base = ("server=vllm", "provider=openai_compatible", "agent.max_steps=3", "limit=2")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        end = Env(tmp, _env(tmp, **extra)).ended(
+            folder, *args, *base, f"tracking.uri=sqlite:///{tmp / 'mlflow.db'}"
+        )
+    return end, printed.getvalue()
+
+
 def _started(tmp: Path) -> list[int]:
     return [int(line) for line in (tmp / "pids").read_text().split()]
 
@@ -57,6 +72,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.subprocess_job
 def test_a_sweep_serves_each_model_in_its_job_and_stops_it(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     proc = _run(tmp_path, "-m", f"provider.model={','.join(MODELS)}", f"hydra.sweep.dir={sweep}")
@@ -75,22 +91,20 @@ def test_a_sweep_serves_each_model_in_its_job_and_stops_it(tmp_path: Path) -> No
 
 def test_gpu_price_makes_the_cost(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    proc = _run(
-        tmp_path,
-        f"provider.model={MODELS[0]}",
-        "provider.gpu_hour_usd=3.6",
-        "provider.gpus=2",
-        f"hydra.run.dir={run_dir}",
+    end, out = _job(
+        tmp_path, run_dir, f"provider.model={MODELS[0]}", "provider.gpu_hour_usd=3.6", "provider.gpus=2"
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert end.code == 0, end
     totals = json.loads((run_dir / "summary.json").read_text())["totals"]
     assert totals["cost_usd"] == totals["gpu_cost_usd"] == pytest.approx(totals["active_s"] * 2 * 3.6 / 3600)
-    assert "$" in proc.stdout and "unknown" not in proc.stdout.splitlines()[-1]
+    assert "$" in out and "unknown" not in out.splitlines()[-1]
 
 
 def test_a_job_that_fails_after_the_start_stops_its_server(tmp_path: Path) -> None:
-    proc = _run(tmp_path, f"provider.model={MODELS[0]}", FAKE_VLLM_IMAGE_LIMIT="1")  # the preflight stops it
-    assert proc.returncode == 2 and "--limit-mm-per-prompt" in proc.stderr
+    end, _ = _job(  # the preflight stops it
+        tmp_path, tmp_path / "run", f"provider.model={MODELS[0]}", FAKE_VLLM_IMAGE_LIMIT="1"
+    )
+    assert end.code == 2 and "--limit-mm-per-prompt" in (end.line or "")
     [pid] = _started(tmp_path)
     assert not _alive(pid)
 
@@ -101,15 +115,11 @@ def test_a_job_that_fails_after_the_start_stops_its_server(tmp_path: Path) -> No
 )
 def test_a_server_that_never_answers_is_one_line_naming_its_log(tmp_path: Path, mode: str, said: str) -> None:
     run_dir = tmp_path / "run"
-    proc = _run(
-        tmp_path,
-        f"provider.model={MODELS[0]}",
-        "server.startup_timeout_s=3",
-        f"hydra.run.dir={run_dir}",
-        FAKE_VLLM_MODE=mode,
+    end, _ = _job(
+        tmp_path, run_dir, f"provider.model={MODELS[0]}", "server.startup_timeout_s=3", FAKE_VLLM_MODE=mode
     )
-    assert proc.returncode == 2
-    [line] = [line for line in proc.stderr.splitlines() if line.startswith("run_eval:")]
+    assert end.code == 2
+    [line] = (end.line or "").splitlines()
     assert said in line and line.endswith(f"see {run_dir / 'server.log'}")
     [pid] = _started(tmp_path)
     assert not _alive(pid)

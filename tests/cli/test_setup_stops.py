@@ -1,9 +1,11 @@
-"""What a new user meets in the first hour, through the real CLI: a run that cannot measure the model
-stops with one line and a non-zero exit, and the rerun after the fix completes.
+"""What a new user meets in the first hour: a run that cannot measure the model stops with one line
+and a non-zero exit, and the rerun after the fix completes.
 
-Each test runs `scripts/run_eval.py` in a subprocess on the demo slides (built once per module) with
-a tmp MLflow store; the wrong key meets the real openai SDK through a loopback server that answers
-401 to every request and counts them.
+Each test runs the job of `scripts/run_eval.py` in-process (giant.evaluate) on the demo slides (built
+once per module) with a tmp MLflow store, and reads its end as the command line prints it: the
+exception's exit code and one line (tests/helpers/cli.Ended), the job's own printed lines and warnings
+(the process's line and code are tested by tests/cli/test_sweep_outcomes.py). The wrong key meets the
+real openai SDK through a loopback server that answers 401 to every request and counts them.
 """
 
 from __future__ import annotations
@@ -11,13 +13,12 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,8 @@ from giant.data.demo import build_demo
 from giant.errors import EXIT_CONFIG, EXIT_INCOMPLETE, EXIT_SETUP
 from giant.retry import BACKOFF_MIN_S
 from tests.browser import loopback
+from tests.helpers.cli import MAKE_TABLES, Ended, Env, clean_env, run_script
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "run_eval.py"
-MAKE_TABLES = ROOT / "scripts" / "make_tables.py"
 WRONG_KEY = "sk-wrong-0123456789abcdef"
 
 pytestmark = pytest.mark.slow
@@ -45,24 +44,52 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _env(tmp: Path, **extra: str) -> dict[str, str]:
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_", "OPENAI_"))
-    }
-    env.update(GIANT_CACHE_DIR=str(tmp / "cache"), GIANT_OUTPUT_DIR=str(tmp / "outputs"), **extra)
-    return env
-
-
-def _run(
-    tmp: Path, *args: str, env: dict[str, str] | None = None, script: Path = SCRIPT
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(script), *args],
-        cwd=tmp,
-        env=env or _env(tmp),
-        capture_output=True,
-        text=True,
-        timeout=300,
+    return clean_env(
+        "OPENAI_", GIANT_CACHE_DIR=str(tmp / "cache"), GIANT_OUTPUT_DIR=str(tmp / "outputs"), **extra
     )
+
+
+@dataclass
+class Ran:
+    """A job's end (its exit code and one line) and what it printed and logged on the way."""
+
+    end: Ended
+    out: str
+    logged: str
+
+
+def _job(tmp: Path, *args: str, env: dict[str, str] | None = None) -> Ran:
+    """The job of `run_eval.py args`, in-process, into a new folder under tmp/outputs."""
+    outputs = tmp / "outputs"
+    folder = outputs / f"job{len(list(outputs.glob('job*'))) if outputs.is_dir() else 0}"
+    with _capture() as seen:
+        end = Env(tmp, env or _env(tmp)).ended(folder, *args)
+    return Ran(end, *seen)
+
+
+@contextmanager
+def _capture() -> Iterator[list[str]]:
+    """stdout and the log records' messages while the block runs (as [out, logged], filled at its end)."""
+    import contextlib
+    import io
+    import logging
+
+    out, records = io.StringIO(), io.StringIO()
+    handler = logging.StreamHandler(records)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    seen: list[str] = []
+    try:
+        with contextlib.redirect_stdout(out):
+            yield seen
+    finally:
+        root.removeHandler(handler)
+        seen += [out.getvalue(), records.getvalue()]
+
+
+def _tables(tmp: Path) -> subprocess.CompletedProcess[str]:
+    env = _env(tmp, MLFLOW_TRACKING_URI=_store(tmp))
+    return run_script(MAKE_TABLES, "--no-log", "--out", str(tmp / "tables"), cwd=tmp, env=env)
 
 
 def _store(tmp: Path) -> str:
@@ -89,12 +116,12 @@ def test_a_folder_without_the_slides_stops_before_any_run(tmp_path: Path, demo: 
     csv, _ = demo
     empty = tmp_path / "empty"
     empty.mkdir()
-    proc = _run(tmp_path, *_demo_args(tmp_path, csv, empty))
-    assert proc.returncode == EXIT_CONFIG, proc.stderr
-    errors = [line for line in _lines(proc.stderr) if line.startswith("run_eval:")]
-    assert len(errors) == 1 and "Traceback" not in proc.stderr
+    ran = _job(tmp_path, *_demo_args(tmp_path, csv, empty))
+    assert ran.end.code == EXIT_CONFIG, ran.end
+    errors = _lines(ran.end.line or "")
+    assert len(errors) == 1
     assert f"dataset.wsi_root={empty}" in errors[0] and str(empty / "demo_01.svs") in errors[0]
-    assert "accuracy" not in proc.stdout
+    assert "accuracy" not in ran.out
     store = tmp_path / "store" / "mlflow.db"
     if store.exists():  # the store may be created, but no job run is
         assert not MlflowClient(_store(tmp_path)).search_runs(
@@ -113,23 +140,16 @@ def test_half_the_slides_is_marked_and_the_rerun_after_the_copy_completes(
         shutil.copy(full / name, root / name)
     args = _demo_args(tmp_path, csv, root)
 
-    first = _run(tmp_path, *args)
-    assert first.returncode == EXIT_INCOMPLETE, first.stderr
-    warnings = [line for line in _lines(first.stdout + first.stderr) if "items have no slide under" in line]
+    first = _job(tmp_path, *args)
+    assert first.end.code == EXIT_INCOMPLETE, first.end
+    warnings = [line for line in _lines(first.out + first.logged) if "items have no slide under" in line]
     assert len(warnings) == 1 and "3 of 8 items" in warnings[0] and "skip_missing=true" in warnings[0]
-    assert "3 slides missing" in first.stdout and "INCOMPLETE" in first.stdout
-    assert _lines(first.stderr)[-1].startswith("run_eval: incomplete: 3 of 8 item-runs have no slide")
+    assert "3 slides missing" in first.out and "INCOMPLETE" in first.out
+    assert (first.end.line or "").startswith("run_eval: incomplete: 3 of 8 item-runs have no slide")
     summary = json.loads(next((tmp_path / "outputs").rglob("summary.json")).read_text())
     assert summary["complete"] is False and summary["n_slides_missing"] == 3
 
-    tables = _run(
-        tmp_path,
-        "--no-log",
-        "--out",
-        str(tmp_path / "tables"),
-        script=MAKE_TABLES,
-        env=_env(tmp_path, MLFLOW_TRACKING_URI=_store(tmp_path)),
-    )
+    tables = _tables(tmp_path)
     assert tables.returncode == 0, tables.stderr
     left_out = [line for line in _lines(tables.stderr) if "is no cell" in line]  # never a cell
     assert len(left_out) == 1 and "3 of 8 item-runs unmeasured" in left_out[0], tables.stderr
@@ -137,10 +157,10 @@ def test_half_the_slides_is_marked_and_the_rerun_after_the_copy_completes(
 
     for name in names[5:]:
         shutil.copy(full / name, root / name)
-    second = _run(tmp_path, *args)
-    assert second.returncode == 0, second.stderr
-    assert "resume: kept 5 item-runs, retrying 3 (3 slide_missing)" in second.stdout
-    assert "INCOMPLETE" not in second.stdout and "slides missing" not in second.stdout
+    second = _job(tmp_path, *args)
+    assert second.end.code == 0, second.end
+    assert "resume: kept 5 item-runs, retrying 3 (3 slide_missing)" in second.out
+    assert "INCOMPLETE" not in second.out and "slides missing" not in second.out
 
 
 class _Refuser(BaseHTTPRequestHandler):
@@ -192,13 +212,13 @@ def test_a_wrong_key_costs_one_request_and_stops_the_run(tmp_path: Path, demo: t
     with refusing_server() as (base_url, requests):
         args = _demo_args(tmp_path, csv, wsi_root, f"provider.base_url={base_url}", "concurrency=8")
         args[0] = "provider=openai"
-        proc = _run(tmp_path, *args, env=_env(tmp_path, OPENAI_API_KEY=WRONG_KEY))
-    assert proc.returncode == EXIT_SETUP, proc.stderr
+        ran = _job(tmp_path, *args, env=_env(tmp_path, OPENAI_API_KEY=WRONG_KEY))
+    assert ran.end.code == EXIT_SETUP, ran.end
     assert len(requests) <= 2  # 8 items, 8 workers: the first call goes alone and the 401 stops the run
-    last = _lines(proc.stderr)[-1]
+    last = ran.end.line or ""
     assert last.startswith("run_eval: stopped at the first key error") and "$OPENAI_API_KEY" in last
-    assert WRONG_KEY not in proc.stderr + proc.stdout and "Traceback" not in proc.stderr
-    assert "STOPPED, no score" in proc.stdout and "accuracy" not in proc.stdout
+    assert WRONG_KEY not in last + ran.out + ran.logged
+    assert "STOPPED, no score" in ran.out and "accuracy" not in ran.out
 
     client = MlflowClient(_store(tmp_path))
     runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
@@ -233,10 +253,9 @@ def test_a_server_down_gets_three_requests_per_item_run_and_the_breaker_stops_th
             tmp_path, csv, wsi_root, f"provider.base_url={base_url}", "limit=6", "concurrency=1"
         )
         args[0] = "provider=openai"
-        proc = _run(tmp_path, *args, env=_env(tmp_path, OPENAI_API_KEY=WRONG_KEY))
-    assert proc.returncode == EXIT_SETUP, proc.stderr
-    assert "Traceback" not in proc.stderr + proc.stdout
-    last = _lines(proc.stderr)[-1]
+        ran = _job(tmp_path, *args, env=_env(tmp_path, OPENAI_API_KEY=WRONG_KEY))
+    assert ran.end.code == EXIT_SETUP, ran.end
+    last = ran.end.line or ""
     assert last.startswith("run_eval: circuit breaker: the last 5 item-runs failed") and "5 server" in last
 
     records = [json.loads(line) for line in next((tmp_path / "outputs").rglob("results.jsonl")).open()]
@@ -258,10 +277,10 @@ def test_a_patch_geometry_no_slide_can_serve_stops_before_any_run(
     """512 px at 2.0 µm/px is 4,096 level-0 px; the demo slides have 3,200 (issue 39)."""
     csv, wsi_root = demo
     args = _demo_args(tmp_path, csv, wsi_root, "agent=patch", "agent.patch_size=512", "agent.patch_mpp=2.0")
-    proc = _run(tmp_path, *args)
-    assert proc.returncode == EXIT_CONFIG, proc.stderr
-    errors = [line for line in _lines(proc.stderr) if line.startswith("run_eval:")]
-    assert len(errors) == 1 and "Traceback" not in proc.stderr
+    ran = _job(tmp_path, *args)
+    assert ran.end.code == EXIT_CONFIG, ran.end
+    errors = _lines(ran.end.line or "")
+    assert len(errors) == 1
     assert errors[0].startswith("run_eval: agent.patch_size=512 agent.patch_mpp=2: no slide of the run")
     assert "patches of 4096 level-0 px, the slide is 3200x2400" in errors[0]
     assert not list((tmp_path / "outputs").rglob("results.jsonl"))
@@ -278,23 +297,16 @@ def test_a_server_failing_under_the_breaker_ends_incomplete_with_no_cell(
             tmp_path, csv, wsi_root, f"provider.base_url={base_url}", "limit=2", "provider.max_retries=0"
         )
         args[0] = "provider=openai"
-        proc = _run(tmp_path, *args, env=_env(tmp_path, OPENAI_API_KEY=WRONG_KEY))
-    assert proc.returncode == EXIT_INCOMPLETE, proc.stderr
-    assert "Traceback" not in proc.stderr + proc.stdout and "accuracy" not in proc.stdout
-    assert "INCOMPLETE, no score: 2 item-runs unmeasured" in proc.stdout
-    last = _lines(proc.stderr)[-1]
+        ran = _job(tmp_path, *args, env=_env(tmp_path, OPENAI_API_KEY=WRONG_KEY))
+    assert ran.end.code == EXIT_INCOMPLETE, ran.end
+    assert "accuracy" not in ran.out
+    assert "INCOMPLETE, no score: 2 item-runs unmeasured" in ran.out
+    last = ran.end.line or ""
     assert last.startswith("run_eval: incomplete: 2 of 2 item-runs unmeasured (2 server); "), last
     summary = json.loads(next((tmp_path / "outputs").rglob("summary.json")).read_text())
     assert (summary["complete"], summary["n_unmeasured"]) == (False, 2)
     client = MlflowClient(_store(tmp_path))
     [run] = client.search_runs([e.experiment_id for e in client.search_experiments()])
     assert run.data.tags["status"] == "incomplete"
-    tables = _run(
-        tmp_path,
-        "--no-log",
-        "--out",
-        str(tmp_path / "tables"),
-        script=MAKE_TABLES,
-        env=_env(tmp_path, MLFLOW_TRACKING_URI=_store(tmp_path)),
-    )
+    tables = _tables(tmp_path)
     assert "0.0 ± 0.0" not in tables.stdout and f"run {run.info.run_id}" in tables.stderr

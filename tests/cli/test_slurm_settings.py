@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "run_eval.py"
 
 
+@pytest.mark.subprocess_job
 def test_a_signal_at_the_time_limit_stops_the_sweep_before_submission(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
     env.update(GIANT_CACHE_DIR=str(tmp_path / "cache"), PATH="/nonexistent")  # no sbatch to call either

@@ -19,9 +19,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy.exc import OperationalError
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "run_eval.py"
-TIMEOUT = 300
+from giant.errors import ConfigError
+from tests.helpers.cli import ROOT, SCRIPT, TIMEOUT, Env
 
 # Runs in a child: kill this process (SIGKILL, nothing cleans up) right after the chosen statement.
 # `stop` is a statement number, or "batch" for the first table rebuild of a migration (the table
@@ -186,11 +185,18 @@ def _assert_one_line(proc: subprocess.CompletedProcess[str], db: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_half_built_store_is_one_line_and_exit_2(tmp_path: Path, half_built: Path) -> None:
-    _assert_one_line(_cli(tmp_path, f"tracking.uri=sqlite:///{half_built}"), half_built)
+def test_a_half_built_store_is_one_config_error_line(tmp_path: Path, half_built: Path) -> None:
+    """The job in-process: the ConfigError the command line prints as its one line with exit 2 (the
+    process's line and code: the sweep's test below)."""
+    job = Env(tmp_path, _env(tmp_path))
+    with pytest.raises(ConfigError) as err:
+        job.job(tmp_path / "job", f"tracking.uri=sqlite:///{half_built}", "provider=random", "limit=1")
+    (line,) = str(err.value).splitlines()
+    assert line.startswith("tracking.uri: ") and f"mv {half_built} {half_built}.broken" in line
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess_job
 def test_a_sweep_on_a_truncated_store_is_one_line_and_exit_2(tmp_path: Path, complete_store: Path) -> None:
     """A store cut short (a copy or a disk-full write that stopped) fails the sweep before any job."""
     db = tmp_path / "mlflow.db"
@@ -212,7 +218,6 @@ def test_a_store_without_a_known_revision_names_the_file_and_both_fixes(
 ) -> None:
     """No revision, or one this MLflow does not know: moving it aside and `mlflow db upgrade` are named."""
     from giant.config import TrackingSettings, shipped
-    from giant.errors import ConfigError
     from giant.tracking.mlflow_logger import open_experiment
 
     db = tmp_path / "mlflow.db"
@@ -230,7 +235,6 @@ def test_a_store_without_a_known_revision_names_the_file_and_both_fixes(
 def test_a_folder_where_the_store_should_be_is_one_line(tmp_path: Path) -> None:
     """MLflow would retry for minutes before failing with a traceback."""
     from giant.config import TrackingSettings, shipped
-    from giant.errors import ConfigError
     from giant.tracking.mlflow_logger import open_experiment
 
     (tmp_path / "mlflow.db").mkdir()

@@ -5,30 +5,21 @@ distinct cause (giant.cli.outcomes.failure_lines)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from giant.cli.outcomes import JobOutcome, failure_lines
 from giant.data.demo import build_demo
-from tests.cli.test_run_eval import SECRET, Env
+from tests.helpers.cli import Env
 
 BRIEF = ("-m", "dataset=tcga,panda", "agent.max_steps=5,10,20")  # the issue's sweep: 6 jobs
 
 
 @pytest.fixture(scope="module")
 def cli(tmp_path_factory: pytest.TempPathFactory) -> Env:
-    tmp = tmp_path_factory.mktemp("sweep_check")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
-    env.update(
-        OPENAI_API_KEY=SECRET,
-        GIANT_CACHE_DIR=str(tmp / "cache"),
-        GIANT_OUTPUT_DIR=str(tmp / "outputs"),
-        GIANT_MULTIRUN_DIR=str(tmp / "multirun"),
-        HF_HUB_OFFLINE="1",  # no CSV in the cache and none to download: the data check must say so
-    )
-    return Env(tmp, env)
+    # no CSV in the cache and none to download: the data check must say so
+    return Env.make(tmp_path_factory.mktemp("sweep_check"), HF_HUB_OFFLINE="1")
 
 
 def _refused(cli: Env, *args: str) -> list[str]:
@@ -43,16 +34,24 @@ def _refused(cli: Env, *args: str) -> list[str]:
     return proc.stderr.strip().splitlines()
 
 
-@pytest.mark.slow
+def _refused_here(cli: Env, *args: str) -> list[str]:
+    """The same check in this process (Env.sweep_check): its lines, after checking it stops the sweep
+    with exit 2. That nothing of the sweep is made before it: the process tests above and below."""
+    code, lines = cli.sweep_check(*args, f"tracking.uri={cli.uri}")
+    assert code == 2, lines
+    return lines
+
+
 def test_no_slide_folder_is_one_line_for_the_six_jobs(cli: Env) -> None:
     missing = cli.tmp / "no_such_folder"
-    lines = _refused(cli, *BRIEF, f"paths.wsi_root={missing}")
+    lines = _refused_here(cli, *BRIEF, f"paths.wsi_root={missing}")
     assert lines == [
         f"run_eval: paths.wsi_root={missing}: folder not found; set paths.wsi_root=... or GIANT_WSI_ROOT "
         "(dry_run=true lists what is missing) (every one of the 6 sweep jobs)"
     ]
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_no_csv_is_one_line_for_the_six_jobs(cli: Env) -> None:
     slides = cli.tmp / "slides"
@@ -62,6 +61,7 @@ def test_no_csv_is_one_line_for_the_six_jobs(cli: Env) -> None:
     assert line.endswith("(every one of the 6 sweep jobs)"), line
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_dry_run_sweep_without_its_csv_says_so_once(cli: Env) -> None:
     """A dry run of the sweep fails on its shared question file as the run does: once, before any job
@@ -73,6 +73,7 @@ def test_a_dry_run_sweep_without_its_csv_says_so_once(cli: Env) -> None:
     assert line.endswith("(every one of the 6 sweep jobs)"), line
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_dry_run_sweep_leaves_nothing_in_mlflow(cli: Env) -> None:
     """Its reports stay in the job folders: no store, no parent run, no MLflow address printed."""
@@ -87,14 +88,13 @@ def test_a_dry_run_sweep_leaves_nothing_in_mlflow(cli: Env) -> None:
     assert "http" not in proc.stdout + proc.stderr
 
 
-@pytest.mark.slow
 def test_slides_missing_per_task_name_each_task_s_jobs(cli: Env) -> None:
     """The CSV is there and the folder too, but it holds no slide: one line per task (its example
     slide differs), each naming that task's jobs by the overrides that set them apart."""
     demo = build_demo(cli.tmp / "cache" / "demo")
     empty = cli.tmp / "empty_slides"
     empty.mkdir(exist_ok=True)
-    lines = _refused(
+    lines = _refused_here(
         cli, "-m", "dataset=demo", f"dataset.csv_path={demo.csv_path}", f"dataset.wsi_root={empty}",
         "dataset.benchmark=demo_shapes,demo_count", "agent.max_steps=1,2",
     )  # fmt: skip
@@ -105,7 +105,6 @@ def test_slides_missing_per_task_name_each_task_s_jobs(cli: Env) -> None:
         assert line.endswith(f"(2 of 4 sweep jobs: {jobs}agent.max_steps=2)"), line
 
 
-@pytest.mark.slow
 def test_odd_task_files_stop_the_sweep_before_it_starts_with_their_problem_lists(cli: Env) -> None:
     """An answer `²` and a 5,000-byte slide name crashed each job mid-sweep (the check's exception was a
     Hydra warning): now each file's problem list, exit 2, before any job starts."""
@@ -115,7 +114,7 @@ def test_odd_task_files_stop_the_sweep_before_it_starts_with_their_problem_lists
     grade.write_text(f"slide,question,options,answer\n{slide},Grade?,,\u00b2\n", encoding="utf-8")
     named = cli.tmp / "named.csv"
     named.write_text(f"slide,question,options,answer\n{'x' * 5000}.svs,Grade?,,1\n", encoding="utf-8")
-    lines = _refused(cli, "-m", "dataset=custom", f"dataset.path={grade},{named}", "provider=random")
+    lines = _refused_here(cli, "-m", "dataset=custom", f"dataset.path={grade},{named}", "provider=random")
     text = "\n".join(lines)
     assert f"run_eval: dataset.path={grade}: 1 problem(s)" in text
     assert "row 1, column answer: '\u00b2' is not a label 0..5" in text

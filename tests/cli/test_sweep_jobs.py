@@ -96,6 +96,7 @@ def test_another_sweeper_has_no_job_list(hydra_init: None) -> None:
     assert sweep_jobs(cfg) == []
 
 
+@pytest.mark.subprocess_job
 def test_a_glob_sweep_is_checked_as_a_whole_before_it_starts(tmp_path: Path) -> None:
     """Through the CLI: the sweep's callbacks list a glob sweep's jobs too (they once failed on it, and
     Hydra only warns when a callback raises, so the sweep went on unchecked and without its parent run)."""

@@ -22,8 +22,10 @@ import pytest
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
+import giant
 from giant.data.demo import build_demo
-from tests.cli.test_run_eval import ROOT, SCRIPT, SECRET, TIMEOUT, Env
+from giant.errors import ConfigError
+from tests.helpers.cli import ROOT, SCRIPT, TIMEOUT, Env
 
 ANSWER = {"reasoning": "done", "action": {"type": "answer", "text": '<response>{"answer": 1}</response>'}}
 
@@ -56,18 +58,8 @@ STOPPING_CLI = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def cli(tmp_path_factory: pytest.TempPathFactory) -> Env:
-    tmp = tmp_path_factory.mktemp("outcomes")
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_", "SUBMITIT_"))
-    }
-    env.update(
-        PYTHONPATH=str(ROOT),  # the sweeps below add tests.cli.between_jobs as a Hydra callback
-        OPENAI_API_KEY=SECRET,
-        GIANT_CACHE_DIR=str(tmp / "cache"),
-        GIANT_OUTPUT_DIR=str(tmp / "outputs"),
-        GIANT_MULTIRUN_DIR=str(tmp / "multirun"),
-    )
-    return Env(tmp, env)
+    # PYTHONPATH: the sweeps below add tests.cli.between_jobs as a Hydra callback
+    return Env.make(tmp_path_factory.mktemp("outcomes"), PYTHONPATH=str(ROOT))
 
 
 def _stderr_lines(proc: subprocess.CompletedProcess[str]) -> list[str]:
@@ -91,14 +83,12 @@ def _not_a_folder(cli: Env) -> Path:
     return blocker / "below"
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.parametrize(
     ("args", "setting"),
     [
         (["-m", "agent.max_steps=2,3", "paths.multirun_dir={bad}"], "paths.multirun_dir={bad}"),
-        (["paths.output_dir={bad}"], "paths.output_dir={bad}"),
-        (["paths.cache_dir={bad}"], "paths.cache_dir={bad}"),
         (["-m", "agent.max_steps=2,3", "paths.cache_dir={bad}"], "paths.cache_dir={bad}"),
-        (["hydra.run.dir={bad}"], "hydra.run.dir={bad}"),
     ],
 )
 def test_a_folder_that_cannot_be_written_is_one_line_exit_2_before_any_mlflow_run(
@@ -117,6 +107,21 @@ def test_a_folder_that_cannot_be_written_is_one_line_exit_2_before_any_mlflow_ru
     assert not store.exists()  # no MLflow store, let alone a parent run left RUNNING
 
 
+@pytest.mark.parametrize("setting", ["paths.output_dir", "paths.cache_dir", "hydra.run.dir"])
+def test_a_folder_that_cannot_be_written_is_one_config_error_line_before_any_mlflow_run(
+    cli: Env, setting: str
+) -> None:
+    """A single run's folders, in-process: the ConfigError the command line prints with exit 2."""
+    bad = _not_a_folder(cli)
+    store = cli.tmp / "unwritable_store" / "mlflow.db"
+    with cli.environment(), pytest.raises(ConfigError) as err:
+        giant.evaluate([f"{setting}={bad}", "limit=1", f"tracking.uri=sqlite:///{store}"])
+    (line,) = str(err.value).splitlines()
+    assert line.startswith(f"{setting}={bad}: cannot write to {bad}") and "Not a directory" in line, line
+    assert not store.exists()  # no MLflow store, let alone a run left RUNNING
+
+
+@pytest.mark.subprocess_job
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")
 def test_a_read_only_multirun_dir_is_one_line_exit_2(cli: Env) -> None:
     read_only = cli.tmp / "read_only"
@@ -136,6 +141,7 @@ def test_a_read_only_multirun_dir_is_one_line_exit_2(cli: Env) -> None:
     assert "Permission denied" in lines[0] and not store.exists()
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_job_with_a_config_error_does_not_end_the_sweep(cli: Env) -> None:
     """The first job's script is not JSON (found inside the job, when its provider is built): the
@@ -171,6 +177,7 @@ def test_a_job_with_a_config_error_does_not_end_the_sweep(cli: Env) -> None:
     assert (parent.data.metrics["n_jobs"], parent.data.metrics["n_failed"]) == (2, 1)
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_job_with_missing_slides_does_not_end_the_sweep_which_exits_4(cli: Env) -> None:
     """run_job's own RunStopped: job 0's slide folder lacks one of its two slides, so it ends with
@@ -209,6 +216,7 @@ def _stopping_cli(cli: Env, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_stopped_single_run_is_one_line_with_its_code(cli: Env) -> None:
     proc = _stopping_cli(cli, "agent.max_steps=3", f"tracking.uri={cli.uri}")
@@ -218,6 +226,7 @@ def test_a_stopped_single_run_is_one_line_with_its_code(cli: Env) -> None:
     ]
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_sweep_exits_with_the_highest_code_of_its_jobs_without_mlflow(cli: Env) -> None:
     """Jobs stopped with 4 and 3 do not end the sweep: the last job runs, one line names the two,
@@ -248,6 +257,7 @@ def _sweep_dirs(cli: Env, name: str) -> list[Path]:
     return sorted(path.parent for path in (cli.tmp / name).glob("*/*/multirun.yaml"))
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("signum", "code", "reason"), [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")]

@@ -18,9 +18,9 @@ from mlflow.tracking import MlflowClient
 
 from giant.confdir import compose
 from giant.config import RunSettings
-from giant.errors import EXIT_CONFIG
+from giant.errors import ConfigError, RunStopped
 from giant.secrets import looks_like_key, redact_url, redact_urls
-from tests.cli.test_run_eval import SCRIPT, TIMEOUT
+from tests.helpers.cli import SCRIPT, TIMEOUT, Env
 from tests.llm.open_server import OpenServer, serving
 
 PASSWORD = "Hunter2-url-password-7f3a"  # the test's own made-up credential
@@ -73,8 +73,6 @@ def test_the_record_hides_url_credentials_the_settings_keep_them() -> None:
 
 
 def test_a_key_in_a_config_file_is_refused_unseen() -> None:
-    from giant.errors import ConfigError
-
     cfg = compose("config", ["provider=openai", f"provider.api_key_env={PASTED_KEY}"])
     with pytest.raises(ConfigError) as err:
         RunSettings.from_config(cfg)
@@ -87,23 +85,22 @@ def _env(tmp: Path) -> dict[str, str]:
     return env
 
 
-def test_a_key_pasted_into_api_key_env_is_one_line_that_never_shows_it(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "provider=openai", f"provider.api_key_env={PASTED_KEY}", "limit=1"],
-        cwd=tmp_path,
-        env=_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
-    assert proc.returncode == EXIT_CONFIG
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "put the key in the environment" in lines[0], proc.stderr
-    assert PASTED_KEY not in proc.stdout + proc.stderr
-    assert not (tmp_path / "outputs").exists()  # refused before Hydra wrote a job folder
+def test_a_key_pasted_into_api_key_env_is_one_line_that_never_shows_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In-process: the ConfigError the command line prints as its one line with exit 2."""
+    job = Env(tmp_path, _env(tmp_path))
+    with pytest.raises(ConfigError) as err:
+        job.job(tmp_path / "job", "provider=openai", f"provider.api_key_env={PASTED_KEY}", "limit=1")
+    lines = str(err.value).splitlines()
+    assert len(lines) == 1 and "put the key in the environment" in lines[0], lines
+    printed = capsys.readouterr()
+    assert PASTED_KEY not in str(err.value) + printed.out + printed.err
+    assert not (tmp_path / "job").exists()  # refused before the job folder was written
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess_job
 def test_url_credentials_reach_no_file_and_no_mlflow_value(tmp_path: Path) -> None:
     server = OpenServer("vllm")
     uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
@@ -139,3 +136,19 @@ def test_url_credentials_reach_no_file_and_no_mlflow_value(tmp_path: Path) -> No
     values = [*run.data.params.values(), *run.data.tags.values()]
     assert not [value for value in values if PASSWORD in value]
     assert run.data.params["provider.base_url"].startswith("http://***@127.0.0.1:")
+
+
+def test_a_job_run_in_process_writes_no_url_credentials_into_its_folder(tmp_path: Path) -> None:
+    """giant.evaluate writes the .hydra files itself: redacted as the command line's are (the address
+    answers nothing, so the job stops at its preflight; what it wrote before is what is checked)."""
+    job = tmp_path / "job"
+    base_url = f"http://alice:{PASSWORD}@127.0.0.1:9/v1"
+    with pytest.raises((ConfigError, RunStopped)):
+        Env(tmp_path, _env(tmp_path)).job(
+            job, "provider=openai_compatible", "provider.model=m", f"provider.base_url={base_url}",
+            "limit=1", "tracking.enabled=false",
+        )  # fmt: skip
+    hydra_files = sorted((job / ".hydra").glob("*.yaml"))
+    assert [path.name for path in hydra_files] == ["config.yaml", "hydra.yaml", "overrides.yaml"]
+    assert not [path for path in hydra_files if PASSWORD in path.read_text()]
+    assert "http://***@127.0.0.1:9/v1" in (job / ".hydra" / "overrides.yaml").read_text()

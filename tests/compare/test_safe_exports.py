@@ -11,9 +11,9 @@ import io
 from giant.compare.pairs import compare_runs
 from giant.compare.render import flips_csv, to_csv, to_markdown
 from giant.tracking.safe_cells import csv_cell
-from giant.tracking.tables import cells_csv
-from giant.tracking.tables import to_csv as table_csv
-from giant.tracking.tables import to_markdown as table_markdown
+from giant.tracking.tables.formats import cells_csv
+from giant.tracking.tables.formats import to_csv as table_csv
+from giant.tracking.tables.formats import to_markdown as table_markdown
 from giant.tracking.tables.rows import Cell, Row, Table
 from tests.compare.test_pairs import _run
 

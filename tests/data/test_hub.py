@@ -37,11 +37,13 @@ LOAD = (
 )
 
 
+@pytest.mark.subprocess_job
 def test_run_eval_without_the_hub_fails_at_once_in_one_line(tmp_path: Path) -> None:
     run = run_script(*RUN_EVAL, hub_url=closed_port(), tmp=tmp_path)
     assert_one_line_failure(run, "run_eval", reason_ends="Connection refused")
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_run_eval_gives_up_on_a_silent_hub_within_the_bound(tmp_path: Path) -> None:
     with silent_hub() as url:
@@ -59,6 +61,7 @@ def _load(hub_url: str, tmp: Path, **env: str) -> subprocess.CompletedProcess[st
     )
 
 
+@pytest.mark.subprocess_job
 def test_a_cached_copy_is_used_without_the_hub(tmp_path: Path) -> None:
     header = ",".join(CSV_COLUMNS)
     csv = f"{header}\ntcga,1,a.svs,1,\"['x', 'y']\",True,True,True,accuracy,f1,Which one?\n"

@@ -5,16 +5,14 @@ writer's machine (/home/me/...) are left out."""
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.cli import ROOT, Env, clean_env, run_script
+
 COMMAND = re.compile(r"^\$ python (scripts/run_eval\.py .*)\n((?:run_eval: .*\n)+)", re.M)
 
 
@@ -31,22 +29,41 @@ def test_the_docs_show_error_examples() -> None:
     assert len(examples()) >= 4
 
 
+def _sweep(example: tuple[str, str, list[str]]) -> bool:
+    return "-m" in shlex.split(example[1])
+
+
+@pytest.mark.parametrize(
+    ("page", "command", "lines"),
+    [e for e in examples() if not _sweep(e)],
+    ids=lambda value: str(value)[:40],
+)
+def test_an_error_example_is_the_one_line_the_job_ends_with(
+    page: str, command: str, lines: list[str], tmp_path: Path
+) -> None:
+    """A single run's example, in-process (giant.evaluate): the ConfigError the command line prints as
+    `run_eval: <message>` with exit 2 (the process itself: the sweep's example below)."""
+    _, *args = shlex.split(command)
+    env = clean_env(GIANT_CACHE_DIR=str(tmp_path / "cache"), GIANT_OUTPUT_DIR=str(tmp_path / "out"))
+    end = Env(tmp_path, env).ended(tmp_path / "job", *args)
+    assert end.code == 2, end
+    assert [end.line] == lines, page
+
+
+@pytest.mark.subprocess_job
 @pytest.mark.slow
-@pytest.mark.parametrize(("page", "command", "lines"), examples(), ids=lambda value: str(value)[:40])
+@pytest.mark.parametrize(
+    ("page", "command", "lines"), [e for e in examples() if _sweep(e)], ids=lambda value: str(value)[:40]
+)
 def test_an_error_example_prints_what_the_page_shows(
     page: str, command: str, lines: list[str], tmp_path: Path
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
-    env.update(GIANT_CACHE_DIR=str(tmp_path / "cache"), GIANT_OUTPUT_DIR=str(tmp_path / "out"))
-    env["GIANT_MULTIRUN_DIR"] = str(tmp_path / "multirun")
-    script, *args = shlex.split(command)
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / script), *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    env = clean_env(
+        GIANT_CACHE_DIR=str(tmp_path / "cache"),
+        GIANT_OUTPUT_DIR=str(tmp_path / "out"),
+        GIANT_MULTIRUN_DIR=str(tmp_path / "multirun"),
     )
+    script, *args = shlex.split(command)
+    proc = run_script(ROOT / script, *args, cwd=tmp_path, env=env)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines() == lines, page

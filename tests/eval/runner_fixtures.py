@@ -16,10 +16,11 @@ from pathlib import Path
 from giant.agent.modes import AgentConfig, parse_agent
 from giant.config import RunOptions, shipped
 from giant.core import Item
-from giant.eval.runner import RunData, RunServices, run_eval
+from giant.eval.items import JobData
+from giant.eval.runner import RunServices, run_eval
 from giant.llm.batch import BatchCollector
 from giant.llm.config import provider_settings
-from giant.llm.random_provider import RandomProvider, format_answer, random_label
+from giant.llm.providers.random.provider import RandomProvider, format_answer, random_label
 from giant.llm.types import (
     AnswerAction,
     CallContext,
@@ -81,15 +82,17 @@ async def evaluate(
     options conf/config.yaml ships (giant.config.shipped)."""
     progress = bool(settings.pop("progress", False))
     cfg = shipped(RunOptions, **settings)
-    return await run_eval(
-        RunData(items, wsi_root, "da7a"),
-        RunServices(provider, batches=batches, progress_bar=progress),
-        agent=agent,
-        run=cfg,
-        out_dir=out_dir,
-        config_hash="c0ffee",
-        resume_from=resume_from,
-    )
+    return (
+        await run_eval(
+            JobData(items, wsi_root, "da7a"),
+            RunServices(provider, batches=batches, progress_bar=progress),
+            agent=agent,
+            run=cfg,
+            out_dir=out_dir,
+            config_hash="c0ffee",
+            resume_from=resume_from,
+        )
+    ).summary
 
 
 def random_provider() -> RandomProvider:

@@ -15,7 +15,8 @@ import pytest
 from giant.config import RunOptions, shipped
 from giant.eval.annotation_settings import AnnotationSettings
 from giant.eval.annotations import Annotations
-from giant.eval.runner import RunData, RunServices, run_eval
+from giant.eval.items import JobData
+from giant.eval.runner import RunServices, run_eval
 from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.record.trajectory import Trajectory
@@ -50,7 +51,7 @@ def _job(root: Path, out: Path, resume_from: Path | None = None) -> list[dict[st
     provider = build_provider(provider_settings("random", seed=7))
     asyncio.run(
         run_eval(
-            RunData(make_items(len(SLIDES), SLIDES), root / "wsi", "da7a"),
+            JobData(make_items(len(SLIDES), SLIDES), root / "wsi", "da7a"),
             RunServices(provider, annotations=notes, progress_bar=False),
             agent=AGENT,
             run=shipped(RunOptions, runs_per_item=1, concurrency=2),

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from giant.agent import run_episode
+from giant.agent.episode import run_episode
 from giant.agent.modes import parse_agent
 from giant.config import RunOptions, shipped
 from giant.eval.budget import CallPricer
-from giant.eval.runner import RunData, RunServices, run_eval
+from giant.eval.items import JobData
+from giant.eval.runner import RunServices, run_eval
 from giant.llm.config import provider_settings
 from giant.llm.pricing import Pricing, Rates
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider
@@ -74,7 +75,7 @@ def run(
 ) -> Summary:
     return asyncio.run(
         run_eval(
-            RunData(make_items(items, SLIDES), wsi_root, "da7a"),
+            JobData(make_items(items, SLIDES), wsi_root, "da7a"),
             RunServices(provider, pricing=table, progress_bar=False),
             agent=AGENT,
             run=shipped(RunOptions, **settings),
@@ -82,7 +83,7 @@ def run(
             config_hash="c0ffee",
             resume_from=resume_from,
         )
-    )
+    ).summary
 
 
 @pytest.mark.parametrize("output_rate", [600.0, 10.0], ids=["prior-near", "prior-50x-low"])

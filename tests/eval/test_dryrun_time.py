@@ -4,18 +4,15 @@ incomplete code, after its report."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from giant.eval.timing import BATCH_ROUND_S, CALL_S, FLEX_CALL_S, OUTPUT_TOKENS_PER_CALL, estimate_time
 from giant.llm.config import provider_settings
+from tests.helpers.cli import Env, clean_env
 
-ROOT = Path(__file__).resolve().parents[2]
 GPT5 = provider_settings("openai", model="gpt-5")
 
 
@@ -70,27 +67,29 @@ def test_a_self_hosted_model_is_timed_in_gpu_hours_and_dollars() -> None:
     )
 
 
-@pytest.mark.slow
-def test_cli_dry_run_times_the_run_and_exits_4_with_slides_missing(tmp_path: Path) -> None:
+def test_a_dry_run_times_the_run_and_exits_4_with_slides_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The job of scripts/run_eval.py in-process (giant.evaluate): what it prints, and the exit code and
+    line the command line gives for its end."""
     from giant.data.demo import build_demo
 
     demo = build_demo(tmp_path / "cache" / "demo")
     partial = tmp_path / "partial"
     shutil.copytree(demo.wsi_root, partial)
     (partial / "demo_01.svs").unlink()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))}
-    env.update(GIANT_CACHE_DIR=str(tmp_path / "cache"), GIANT_OUTPUT_DIR=str(tmp_path / "out"))
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "run_eval.py"), "provider=openai", "provider.model=gpt-5",
-         "dataset=demo", f"dataset.csv_path={demo.csv_path}", f"dataset.wsi_root={partial}",
-         "dataset.benchmark=demo_shapes", "limit=4", "dry_run=true"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    env = clean_env(GIANT_CACHE_DIR=str(tmp_path / "cache"), GIANT_OUTPUT_DIR=str(tmp_path / "out"))
+    end = Env(tmp_path, env).ended(
+        tmp_path / "out" / "dry",
+        "provider=openai", "provider.model=gpt-5", "dataset=demo", f"dataset.csv_path={demo.csv_path}",
+        f"dataset.wsi_root={partial}", "dataset.benchmark=demo_shapes", "limit=4", "dry_run=true",
     )  # fmt: skip
-    assert proc.returncode == 4, proc.stderr[-2000:]
-    assert "expected wall time (4 item-runs x 20 calls, concurrency 8):" in proc.stdout
+    out = capsys.readouterr().out
+    assert end.code == 4, end
+    assert "expected wall time (4 item-runs x 20 calls, concurrency 8):" in out
     for tier in ("standard", "flex", "batch"):
-        assert f"\n  {tier}: " in proc.stdout
-    assert proc.stderr.strip().splitlines()[-1] == (
+        assert f"\n  {tier}: " in out
+    assert end.line == (
         f"run_eval: dry run: 1 of 4 items have no usable slide (1 missing, 0 unreadable) under "
         f"dataset.wsi_root={partial}; fetch them with scripts/fetch_slides.py or point the setting at them"
     )

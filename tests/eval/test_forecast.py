@@ -12,11 +12,11 @@ import pytest
 import giant
 from giant.agent.modes import parse_agent
 from giant.eval.dryrun import DryRunReport, dry_run
-from giant.llm.anthropic_provider import AnthropicProvider
 from giant.llm.caching import CacheSplit, Request, Segment
 from giant.llm.config import provider_settings
-from giant.llm.openai_provider import OpenAIProvider
 from giant.llm.pricing import Pricing, Rates
+from giant.llm.providers.anthropic.provider import AnthropicProvider
+from giant.llm.providers.openai.provider import OpenAIProvider
 from giant.record import DRY_RUN_FILE, RESULTS_FILE, ResultRecord, ResultsWriter, read_results
 from tests.eval.runner_fixtures import make_items
 

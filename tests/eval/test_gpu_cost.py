@@ -10,9 +10,11 @@ import pytest
 
 from giant.config import RunOptions, shipped
 from giant.eval.gpu_cost import GpuRate
-from giant.eval.runner import RunData, RunServices, run_eval
-from giant.llm.config import OpenAICompatibleSettings, provider_settings
+from giant.eval.items import JobData
+from giant.eval.runner import RunServices, run_eval
+from giant.llm.config import provider_settings
 from giant.llm.ledger import call_key
+from giant.llm.providers.openai_compatible import OpenAICompatibleSettings
 from giant.record.summary import Summary
 from giant.roles import Role, roles
 from giant.tracking.mlflow_logger import summary_metrics
@@ -30,7 +32,7 @@ def _run(
     provider = FaultyProvider(latency=LATENCY_S, cost=CALL_USD, answer_at=2)
     return asyncio.run(
         run_eval(
-            RunData(make_items(n, SLIDES), wsi_root, "da7a"),
+            JobData(make_items(n, SLIDES), wsi_root, "da7a"),
             RunServices(provider, gpu=gpu, progress_bar=False),
             agent=AGENT,
             run=shipped(RunOptions, concurrency=8),
@@ -38,7 +40,7 @@ def _run(
             config_hash="c0ffee",
             resume_from=resume_from,
         )
-    )
+    ).summary
 
 
 def test_gpu_cost_is_the_runs_span_not_the_sum_of_latencies(wsi_root: Path, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import pytest
 from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.ledger import Ledger
-from giant.llm.random_provider import format_answer
+from giant.llm.providers.random.provider import format_answer
 from giant.llm.types import AnswerSpace
 from giant.record.summary import Summary
 from tests.eval.runner_fixtures import AGENT, SLIDES, evaluate, make_items

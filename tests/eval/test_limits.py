@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from giant.agent import run_episode
+from giant.agent.episode import run_episode
 from giant.agent.limits import LimitExceeded
 from giant.eval.budget import CallPricer, RunBudget
 from giant.eval.causes import Halt, fatal_reason

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tifffile
 
-from giant.agent import run_episode
+from giant.agent.episode import run_episode
 from giant.agent.modes import parse_agent
 from giant.config import RunOptions, shipped
 from giant.core import Box, Item

@@ -14,7 +14,8 @@ import pytest
 from giant import interrupt
 from giant.config import RunOptions, shipped
 from giant.core import Item
-from giant.eval.runner import STOP_GRACE_S, RunData, RunServices, run_eval
+from giant.eval.items import JobData
+from giant.eval.runner import STOP_GRACE_S, RunServices, run_eval
 from giant.interrupt import StopRequest, stop_on_signals
 from giant.llm.types import CallContext, Conversation, ModelTurn, Provider
 from giant.record import RESULTS_FILE, read_results
@@ -50,15 +51,17 @@ async def _run(
         stop_grace_s=stop_grace_s,
         progress_bar=False,
     )
-    return await run_eval(
-        RunData(items, wsi_root, "da7a"),
-        services,
-        agent=AGENT,
-        run=shipped(RunOptions, **{"concurrency": 2, **settings}),
-        out_dir=out_dir,
-        config_hash="c0ffee",
-        resume_from=out_dir if (out_dir / RESULTS_FILE).is_file() else None,
-    )
+    return (
+        await run_eval(
+            JobData(items, wsi_root, "da7a"),
+            services,
+            agent=AGENT,
+            run=shipped(RunOptions, **{"concurrency": 2, **settings}),
+            out_dir=out_dir,
+            config_hash="c0ffee",
+            resume_from=out_dir if (out_dir / RESULTS_FILE).is_file() else None,
+        )
+    ).summary
 
 
 def test_a_stop_starts_no_call_and_the_resumed_run_calls_no_finished_item(

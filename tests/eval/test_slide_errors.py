@@ -11,7 +11,7 @@ import asyncio
 import shutil
 from pathlib import Path
 
-from giant.agent import run_episode
+from giant.agent.episode import run_episode
 from giant.eval.causes import trajectory_cause
 from giant.record import RESULTS_FILE, read_results
 

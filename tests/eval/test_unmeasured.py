@@ -22,7 +22,8 @@ import pytest
 
 from giant.agent.modes import AgentConfig, parse_agent
 from giant.config import RunOptions, shipped
-from giant.eval.runner import RunData, RunServices, run_eval
+from giant.eval.items import JobData
+from giant.eval.runner import RunServices, run_eval
 from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.ledger import Ledger
@@ -102,15 +103,17 @@ async def _run(
     provider: Provider = build_provider(OPENAI, http_client=peer.client(), ledger=ledger)
     if wrap is not None:
         provider = wrap(provider)
-    return await run_eval(
-        RunData(ITEMS, wsi_root, "da7a"),
-        RunServices(provider, ledger=ledger, progress_bar=False),
-        agent=agent,
-        run=shipped(RunOptions, concurrency=2, breaker_after=10),
-        out_dir=out,
-        config_hash="c0ffee",
-        resume_from=resume_from,
-    )
+    return (
+        await run_eval(
+            JobData(ITEMS, wsi_root, "da7a"),
+            RunServices(provider, ledger=ledger, progress_bar=False),
+            agent=agent,
+            run=shipped(RunOptions, concurrency=2, breaker_after=10),
+            out_dir=out,
+            config_hash="c0ffee",
+            resume_from=resume_from,
+        )
+    ).summary
 
 
 @pytest.mark.parametrize(

@@ -57,6 +57,7 @@ def test_fetch_yaml_composes_with_every_dataset_option() -> None:
             assert options.fetch.concurrency == 4 and options.fetch.gdc_url == "https://api.gdc.cancer.gov"
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_dry_run_then_fetch_then_check(stub: Stub, csv_path: Path, tmp_path: Path) -> None:
     root = tmp_path / "wsi"
@@ -101,6 +102,7 @@ def test_dry_run_then_fetch_then_check(stub: Stub, csv_path: Path, tmp_path: Pat
     assert sorted(row["status"] for row in rows) == ["missing", "present", "present"]
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_slide_that_cannot_be_fetched_exits_1_naming_it(stub: Stub, csv_path: Path, tmp_path: Path) -> None:
     proc = run_fetch(
@@ -119,6 +121,7 @@ def test_a_slide_that_cannot_be_fetched_exits_1_naming_it(stub: Stub, csv_path: 
     assert [r.path for r in stub.requests] == [f"/gdc/files/{MISSING_UUID}"]
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("override", "message"),

@@ -39,6 +39,7 @@ def kaggle(tmp_path: Path) -> Stub:
     return Stub(kaggle=files)
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_dry_run_lists_the_masks_with_their_sizes_then_the_fetch_lands_them(
     kaggle: Stub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

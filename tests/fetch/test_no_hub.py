@@ -21,12 +21,14 @@ def _dry_run(hub_url: str, tmp: Path, *, dry: bool = True) -> Run:
     )
 
 
+@pytest.mark.subprocess_job
 def test_dry_run_without_the_hub_fails_at_once_in_one_line(tmp_path: Path) -> None:
     assert_one_line_failure(
         _dry_run(closed_port(), tmp_path), "fetch_slides", reason_ends="Connection refused"
     )
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_dry_run_gives_up_on_a_silent_hub_within_the_bound(tmp_path: Path) -> None:
     with silent_hub() as url:
@@ -34,6 +36,7 @@ def test_dry_run_gives_up_on_a_silent_hub_within_the_bound(tmp_path: Path) -> No
     assert_one_line_failure(run, "fetch_slides", reason_ends="within 5 s; HF_HUB_ETAG_TIMEOUT can raise that")
 
 
+@pytest.mark.subprocess_job
 def test_a_fetch_that_fails_leaves_no_empty_slide_folder(tmp_path: Path) -> None:
     """The fetch creates the slide folder it writes to; failing before any slide, it removes it."""
     assert_one_line_failure(

@@ -1,2 +1,2 @@
 """What several test packages share: factories, CLI environments and servers. Test modules import
-from here, never from one another (a test module imported elsewhere runs its tests twice' fixtures)."""
+from here, never from one another, so a module's tests and fixtures stay its own."""

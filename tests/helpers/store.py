@@ -144,13 +144,31 @@ def build(root: Path, empty_db: Path) -> DemoStore:
     import mlflow
 
     from giant.tracking.review import open_review
+    from tests.helpers.subprocess_guard import shared
 
     (root / "store").mkdir(parents=True)
     shutil.copyfile(empty_db, root / "store" / "mlflow.db")
     env = {key: value for key, value in os.environ.items() if not key.startswith(FOREIGN)}
     env.update(GIANT_CACHE_DIR=str(root / "cache"), GIANT_OUTPUT_DIR=str(root / "outputs"))
     uri, sweep_dir = f"sqlite:///{root / 'store' / 'mlflow.db'}", root / "sweep"
-    proc = subprocess.run(
+    with shared("the demo store's sweep"):
+        proc = _sweep(root, env, uri, sweep_dir)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    sweep_id = json.loads((sweep_dir / "mlflow_sweep.json").read_text())["parent_run_id"]
+    client = mlflow.MlflowClient(uri)
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    assert experiment is not None
+    store = DemoStore(root, uri, env, sweep_dir, sweep_id, experiment.experiment_id, proc.stdout, None)  # type: ignore[arg-type]
+    try:
+        review = open_review(client, store.jobs()[-1].info.run_id)  # sets MLflow's global tracking URI
+    finally:
+        mlflow.set_tracking_uri(None)
+    return replace(store, review=review)
+
+
+def _sweep(root: Path, env: dict[str, str], uri: str, sweep_dir: Path) -> subprocess.CompletedProcess[str]:
+    """The demo sweep through the command line (scripts/run_eval.py -m), its output captured."""
+    return subprocess.run(
         [
             sys.executable,
             str(RUN_EVAL),
@@ -170,17 +188,6 @@ def build(root: Path, empty_db: Path) -> DemoStore:
         text=True,
         timeout=TIMEOUT_S,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    sweep_id = json.loads((sweep_dir / "mlflow_sweep.json").read_text())["parent_run_id"]
-    client = mlflow.MlflowClient(uri)
-    experiment = client.get_experiment_by_name(EXPERIMENT)
-    assert experiment is not None
-    store = DemoStore(root, uri, env, sweep_dir, sweep_id, experiment.experiment_id, proc.stdout, None)  # type: ignore[arg-type]
-    try:
-        review = open_review(client, store.jobs()[-1].info.run_id)  # sets MLflow's global tracking URI
-    finally:
-        mlflow.set_tracking_uri(None)
-    return replace(store, review=review)
 
 
 @pytest.fixture(scope="session")

@@ -22,8 +22,9 @@ from giant.config import RunOptions, shipped
 from giant.errors import ConfigError
 from giant.eval import runner
 from giant.eval.budget import RunBudget
+from giant.eval.items import JobData
 from giant.eval.progress import Progress
-from giant.eval.runner import RunData, RunServices, run_eval
+from giant.eval.runner import RunServices, run_eval
 from giant.llm.batch import BatchCollector, batch_collector
 from giant.llm.batch_records import BatchBook, describe
 from giant.llm.config import provider_settings
@@ -325,15 +326,17 @@ async def _budgeted(
         image_tokens=provider_class(name).image_tokens,
         progress_bar=False,
     )
-    return await run_eval(
-        RunData(make_items(BUDGET_ITEMS, SLIDES), wsi_root, "da7a"),
-        services,
-        agent=AGENT,
-        run=shipped(RunOptions, concurrency=BUDGET_ITEMS, budget_usd=budget_usd),
-        out_dir=work / "out",
-        config_hash="c0ffee",
-        resume_from=work / "out" if resume else None,
-    )
+    return (
+        await run_eval(
+            JobData(make_items(BUDGET_ITEMS, SLIDES), wsi_root, "da7a"),
+            services,
+            agent=AGENT,
+            run=shipped(RunOptions, concurrency=BUDGET_ITEMS, budget_usd=budget_usd),
+            out_dir=work / "out",
+            config_hash="c0ffee",
+            resume_from=work / "out" if resume else None,
+        )
+    ).summary
 
 
 # A campaign whose concurrency is the whole task: every episode of a round is in its one batch, and the

@@ -13,7 +13,7 @@ from giant.llm.batch import batch_collector
 from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.ledger import Ledger, call_key
-from giant.llm.openai_provider import OpenAIProvider
+from giant.llm.providers.openai.provider import OpenAIProvider
 from giant.llm.types import ModelTurn
 from tests.eval.runner_fixtures import SLIDES, write_slides
 from tests.llm.batch_job import campaign

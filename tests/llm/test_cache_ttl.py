@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from giant.llm.anthropic_provider import AnthropicProvider
 from giant.llm.batch import batch_collector
 from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.llm.ledger import Ledger, call_key
 from giant.llm.pricing import Pricing
+from giant.llm.providers.anthropic.provider import AnthropicProvider
 from giant.llm.types import Usage
 from tests.llm.conftest import make_conversation, make_ctx
 from tests.llm.mock_api import MockAPI, call, messages_body, step_json, tool_use

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from giant.agent import run_episode
+from giant.agent.episode import run_episode
 from giant.agent.modes import parse_agent
 from giant.llm.config import provider_settings
 from giant.llm.decode import decode_arguments, decode_step, decode_tool_call, json_objects, step_value

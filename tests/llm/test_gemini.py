@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import giant.config  # noqa: F401  (offers the `tools: all` option parse_agent composes)
-from giant.agent import run_episode
+from giant.agent.episode import run_episode
 from giant.agent.modes import parse_agent
 from giant.core import Item
 from giant.errors import ConfigError

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from giant.llm.config import OpenAICompatibleSettings, provider_settings
+from giant.llm.config import provider_settings
 from giant.llm.decode import decode_step, split_thinking
 from giant.llm.image_tokens import gemma3, qwen3_vl
-from giant.llm.openai_compatible import MIN_REPLY_TOKENS, OpenAICompatibleProvider
+from giant.llm.providers.openai_compatible import OpenAICompatibleSettings
+from giant.llm.providers.openai_compatible.provider import MIN_REPLY_TOKENS, OpenAICompatibleProvider
 from giant.llm.schema import step_schema
 from giant.llm.types import (
     AnswerAction,

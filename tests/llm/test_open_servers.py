@@ -15,9 +15,10 @@ import pytest
 from giant.agent.modes import parse_agent
 from giant.errors import ConfigError
 from giant.eval.context_fit import check_server, image_need
-from giant.llm.config import OpenAICompatibleSettings, provider_settings
-from giant.llm.openai_compatible import OpenAICompatibleProvider
+from giant.llm.config import provider_settings
 from giant.llm.preflight import ImageNeed, preflight
+from giant.llm.providers.openai_compatible import OpenAICompatibleSettings
+from giant.llm.providers.openai_compatible.provider import OpenAICompatibleProvider
 from giant.record import RESULTS_FILE, read_results
 from giant.record.summary import Summary
 from tests.eval.runner_fixtures import SLIDES, evaluate, make_items, write_slides

@@ -35,7 +35,7 @@ def test_every_provider_yaml_validates_and_every_name_has_a_class() -> None:
 
 def test_unknown_provider_is_one_line_listing_the_names() -> None:
     expected = (
-        "provider=nope is unknown; use one of openai, anthropic, openai_compatible, random, scripted, gemini"
+        "provider=nope is unknown; use one of anthropic, gemini, openai, openai_compatible, random, scripted"
     )
     with pytest.raises(ConfigError) as info:
         provider_class("nope")

@@ -23,9 +23,10 @@ import giant.config  # noqa: F401  (registers the `tools: all` option parse_agen
 from giant.agent.modes import parse_agent
 from giant.errors import ConfigError
 from giant.eval.context_fit import check_server, context_fit, image_need
-from giant.llm.config import OpenAICompatibleSettings, provider_settings
-from giant.llm.openai_compatible import OpenAICompatibleProvider
+from giant.llm.config import provider_settings
 from giant.llm.preflight import preflight
+from giant.llm.providers.openai_compatible import OpenAICompatibleSettings
+from giant.llm.providers.openai_compatible.provider import OpenAICompatibleProvider
 from giant.llm.serve import Server
 from giant.llm.types import FatalProviderError, ParseError
 from tests.llm.conftest import make_conversation, make_ctx

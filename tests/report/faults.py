@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 from giant.core import Item
-from giant.llm.random_provider import format_answer
+from giant.llm.providers.random.provider import format_answer
 from giant.llm.types import (
     AnswerAction,
     CallContext,

@@ -11,7 +11,8 @@ from pathlib import Path
 from giant.config import RunOptions, shipped
 from giant.eval.annotation_settings import AnnotationSettings
 from giant.eval.annotations import Annotations
-from giant.eval.runner import RunData, RunServices, run_eval
+from giant.eval.items import JobData
+from giant.eval.runner import RunServices, run_eval
 from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.record.trajectory import Trajectory
@@ -53,7 +54,7 @@ def overview_job(root: Path) -> Path:
     run = shipped(RunOptions, runs_per_item=RUNS, concurrency=3)
     provider = build_provider(provider_settings("random", seed=7))
     job = run_eval(
-        RunData(make_items(len(SLIDES), SLIDES), wsi_root, "da7a"),
+        JobData(make_items(len(SLIDES), SLIDES), wsi_root, "da7a"),
         RunServices(provider, annotations=notes, progress_bar=False),
         agent=AGENT,
         run=run,

@@ -15,23 +15,28 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
 import shutil
 import socket
 import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 # The commands the tests need; the daemons live in /usr/sbin, which may not be on a user's PATH.
 TOOLS = ("munged", "munge", "slurmctld", "slurmd", "sbatch", "sinfo", "squeue", "scontrol", "scancel", "srun")
 INSTALL_HINT = "apt-get install -y slurm-wlm munge (as root; bash .ci/run does it)"
 START_TIMEOUT_S = 60
-# slurmctld checks time limits every 30 s on its own clock, and sends a job's --signal warning at the
-# first check that is less than 30 s before the warning time. A requeued job held back 20 s starts more
-# than 30 s after its signal, so its own warning comes two checks (60 s) after the last one: every run
-# but the first gets a predictable ~35 s before its warning (with sbatch --time=1 --signal=USR2@15).
-REQUEUE_HOLD_S = 20
+# slurmctld tests time limits every 30 s on its own clock (PERIODIC_TIMEOUT, not a setting): a job's
+# --signal warning goes out at the first test less than 30 s before the warning time, and a job past
+# its limit is ended at the first test after it. A requeued job is held back cred_expire seconds
+# (default 120; here 5, the least SLURM takes), which also bounds how long a launch credential is valid:
+# a launch takes about a second on two busy cores.
+CHECK_PERIOD_S = 30.0
+REQUEUE_HOLD_S = 5
+CHECK_LINE = "debug2: Testing job time limits and checkpoints"
 
 
 class ClusterError(RuntimeError):
@@ -82,6 +87,28 @@ class Cluster:
 
     def node_state(self) -> str:
         return self.run("sinfo", "-h", "-N", "-o", "%T", check=False).strip()
+
+    def time_limit_checks(self) -> list[float]:
+        """When slurmctld has tested job time limits so far (epoch seconds), from its timestamped log."""
+        log = self.root / "slurmctld.timed.log"
+        text = log.read_text(errors="replace") if log.exists() else ""
+        stamps = re.findall(rf"^\[([0-9T:.-]+)\] {re.escape(CHECK_LINE)}$", text, flags=re.MULTILINE)
+        return [datetime.fromisoformat(stamp).timestamp() for stamp in stamps]
+
+    def next_time_limit_check(self, after: float) -> float:
+        """The first time-limit test at or after `after` (epoch seconds), extrapolated from the last
+        ones (the period is 30 s plus the controller loop's lag); waits for a first test if none came yet."""
+        deadline = time.monotonic() + 2 * CHECK_PERIOD_S
+        while len(checks := self.time_limit_checks()) < 1:
+            if time.monotonic() > deadline:
+                raise ClusterError(
+                    f"slurmctld logged no time-limit test in {2 * CHECK_PERIOD_S:.0f} s\n{self.logs()}"
+                )
+            time.sleep(0.5)
+        recent = checks[-4:]
+        period = (recent[-1] - recent[0]) / (len(recent) - 1) if len(recent) > 1 else CHECK_PERIOD_S
+        steps = max(0, -(-(after - checks[-1]) // period))  # ceil
+        return checks[-1] + steps * period
 
     def logs(self, lines: int = 15) -> str:
         """The end of every daemon's log, for a failure message."""
@@ -200,7 +227,10 @@ class Cluster:
             "ReturnToService=2",
             "JobRequeue=1",
             "MinJobAge=10",  # finished jobs leave squeue/scontrol quickly
-            "KillWait=5",
+            "KillWait=2",  # SIGTERM to SIGKILL of a job's leftovers, e.g. once submitit requeued it
+            # timestamped, with each time-limit test (debug2): the requeue test times its job by them
+            f"SlurmctldLogFile={root / 'slurmctld.timed.log'}",
+            "SlurmctldDebug=debug2",
             "InactiveLimit=0",
             "Waittime=0",
             "SlurmctldTimeout=30",

@@ -44,6 +44,9 @@ class MlflowServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
+                # no job runner beside the server (a second interpreter importing MLflow): no test
+                # submits MLflow jobs, and two busy cores start the server alone sooner
+                env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
                 start_new_session=True,  # its workers share its process group: stop() ends them all
             )
 

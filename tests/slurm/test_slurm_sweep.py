@@ -4,8 +4,10 @@ server: each Hydra job is a SLURM array task, and its record must end up where a
 
 from __future__ import annotations
 
+import getpass
 import json
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ import yaml
 from mlflow.entities import Run
 
 from giant.record import ResultRecord, read_results
-from tests.slurm.conftest import Report, SlurmStack, job_logs
+from tests.slurm.conftest import SWEEP_TIMEOUT_S, Report, SlurmStack, job_logs
 
 pytestmark = pytest.mark.slow
 
@@ -46,6 +48,7 @@ def requeues(sweep_dir: Path) -> int:
     return sum(line.startswith("submitit INFO") and " - Requeued job " in line for line in lines)
 
 
+@pytest.mark.subprocess_job
 def test_every_slurm_job_finishes_its_child_run_under_the_parent(slurm: SlurmStack, report: Report) -> None:
     started = time.monotonic()
     sweep_dir = slurm.sweep(
@@ -82,10 +85,14 @@ def test_every_slurm_job_finishes_its_child_run_under_the_parent(slurm: SlurmSta
     )
 
 
-# The demo accuracy task's 8 items, one 6 s call each, one at a time: 48 s of work. With a 1-minute limit
-# and signal_delay_s=15, SLURM's warning comes 15-45 s into the job (cluster.py), before the last item
-# starts: the first run is always cut short, and each later run has ~30 s for the items left.
-SLOW_ITEMS, SLOW_CALL_S = 8, 6.0
+# The demo accuracy task's 8 items, one 5.5 s call each, one at a time: 44 s of work against a 1-minute
+# limit. With signal_delay_s=1, SLURM's warning comes at its first time-limit test at least 29 s into the
+# job and the kill a test (30 s) later (cluster.py). The job is submitted held and released 35-40 s before
+# a test, so the warning comes 33-42 s in: after the job's own handler is in place, before its last item.
+# The requeued job starts 10-20 s after the warning (8 s of grace at most, the 5 s hold) and its own
+# warning comes a test later, leaving it ~40 s for the few items left.
+SLOW_ITEMS, SLOW_CALL_S = 8, 5.5
+RELEASE_LEAD_S = (35.0, 40.0)
 SLOW_ANSWER = {
     "reasoning": "slow look",
     "action": {"type": "answer", "text": '<response>{"answer": 1}</response>'},
@@ -93,21 +100,57 @@ SLOW_ANSWER = {
 }
 
 
+def held_job(slurm: SlurmStack) -> str | None:
+    """The array job submitted with --hold and not released yet, if any."""
+    for line in slurm.cluster.run("squeue", "-h", "-o", "%F %r", check=False).splitlines():
+        job, _, reason = line.partition(" ")
+        if reason.strip() == "JobHeldUser":
+            return job
+    return None
+
+
+def release_before_a_check(slurm: SlurmStack, sweep: Future[Path]) -> float:
+    """Wait for the sweep's held job and release it RELEASE_LEAD_S before a time-limit test; the lead."""
+    deadline = time.monotonic() + SWEEP_TIMEOUT_S
+    while (job := held_job(slurm)) is None:
+        if sweep.done():
+            sweep.result()  # the sweep's own failure, if it failed
+            raise AssertionError("the sweep ended without a held job to release")
+        assert time.monotonic() < deadline, "no held job appeared"
+        time.sleep(0.5)
+    low, high = RELEASE_LEAD_S
+    check = slurm.cluster.next_time_limit_check(after=time.time() + low)
+    time.sleep(max(0.0, check - high - time.time()))
+    lead = check - time.time()
+    slurm.cluster.run("scontrol", "release", job)
+    return lead
+
+
+@pytest.mark.subprocess_job
 def test_a_job_past_its_time_limit_is_requeued_and_completes_every_item_once(
     slurm: SlurmStack, report: Report
 ) -> None:
     script = slurm.tmp / "slow_answer.jsonl"
     script.write_text(json.dumps(SLOW_ANSWER) + "\n")
     started = time.monotonic()
-    sweep_dir = slurm.sweep(
-        "requeue",
-        "provider=scripted",
-        f"provider.script={script}",
-        "dataset=demo",
-        "concurrency=1",
-        "hydra.launcher.timeout_min=1",
-        "hydra.launcher.signal_delay_s=15",  # USR2 15-45 s into the job, >= 30 s before the kill
-    )
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        sweep = pool.submit(
+            slurm.sweep,
+            "requeue",
+            "provider=scripted",
+            f"provider.script={script}",
+            "dataset=demo",
+            "concurrency=1",
+            "hydra.launcher.timeout_min=1",
+            "hydra.launcher.signal_delay_s=1",  # the warning at a time-limit test, still 30 s before the kill
+            "+hydra.launcher.additional_parameters.hold=true",  # released at a known time before a test
+        )
+        try:
+            lead = release_before_a_check(slurm, sweep)
+        except BaseException:
+            slurm.cluster.run("scancel", "--user", getpass.getuser(), check=False)  # the sweep ends too
+            raise
+        sweep_dir = sweep.result()
     seconds = time.monotonic() - started
     parent, children = sweep_runs(slurm, sweep_dir)
     n_requeues = requeues(sweep_dir)  # with the shipped max_num_timeout: typically 1, at most 3
@@ -129,7 +172,8 @@ def test_a_job_past_its_time_limit_is_requeued_and_completes_every_item_once(
     )
     assert [run.info.run_id for run in sweeps] == [parent.info.run_id]  # the parent was not recreated
     report(
-        "requeue (1-minute limit, 48 s of work)",
+        "requeue (1-minute limit, 44 s of work)",
+        released_s_before_a_check=round(lead, 1),
         jobs=len(children),
         requeues=n_requeues,
         items=len(records),

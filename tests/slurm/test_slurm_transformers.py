@@ -26,6 +26,7 @@ pytestmark = pytest.mark.slow
 ITEMS = 2
 
 
+@pytest.mark.subprocess_job
 def test_a_sweep_over_two_tiny_models_serves_each_with_transformers_serve(
     slurm: SlurmStack, report: Report
 ) -> None:

@@ -1,12 +1,11 @@
-"""The CONCH tool end to end through the real CLIs (Hydra subprocesses): scripts/ask.py and
-scripts/run_eval.py with the scripted provider sending the conch action and the tiny random model."""
+"""The CONCH tool end to end: scripts/ask.py through the real CLI (a Hydra subprocess) and the job of
+scripts/run_eval.py in-process (giant.evaluate), with the scripted provider sending the conch action and
+the tiny random model."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,11 +13,10 @@ from mlflow.tracking import MlflowClient
 
 from giant.tools.conch.load import INSTALL
 from giant.wsi.synthetic import write_synthetic_slide
+from tests.helpers.cli import ASK, MAKE_TABLES, Ended, Env, clean_env, run_script
 
 from .conftest import needs_torch
 
-ROOT = Path(__file__).resolve().parents[2]
-ASK, RUN_EVAL, MAKE_TABLES = (ROOT / "scripts" / name for name in ("ask.py", "run_eval.py", "make_tables.py"))
 HYPOTHESES = ["tumour glands", "fat"]
 STEPS = [
     {"reasoning": "zoom", "action": {"type": "crop", "x": 0, "y": 0, "width": 1500, "height": 1000}},
@@ -28,12 +26,17 @@ STEPS = [
 TOOL = ["agent.tools=[conch]", "tools.conch.weights=tiny-random", "tools.conch.device=cpu"]
 
 
+def _env(cwd: Path, **extra_env: str) -> dict[str, str]:
+    return clean_env(GIANT_CACHE_DIR=str(cwd / "cache"), GIANT_OUTPUT_DIR=str(cwd / "outputs"), **extra_env)
+
+
 def _run(script: Path, args: list[str], cwd: Path, **extra_env: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIANT_", "MLFLOW_", "HYDRA_"))}
-    env.update(GIANT_CACHE_DIR=str(cwd / "cache"), GIANT_OUTPUT_DIR=str(cwd / "outputs"), **extra_env)
-    return subprocess.run(
-        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=300, cwd=cwd, env=env
-    )
+    return run_script(script, *args, cwd=cwd, env=_env(cwd, **extra_env))
+
+
+def _job(cwd: Path, folder: Path, *args: str) -> Ended:
+    """The job of `run_eval.py args`, in-process, into `folder`."""
+    return Env(cwd, _env(cwd)).ended(folder, *args)
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +51,7 @@ def script(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_ask_runs_the_tool_end_to_end(slide: Path, script: Path, tmp_path: Path) -> None:
     needs_torch()
@@ -85,8 +89,8 @@ def test_run_eval_records_the_tool_in_mlflow_and_tables(script: Path, tmp_path: 
         "agent.max_steps=20",
         "agent.crop_size=1000",
     ]
-    proc = _run(RUN_EVAL, [*args, "limit=2", f"tracking.uri={uri}", f"hydra.run.dir={out}"], tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    end = _job(tmp_path, out, *args, "limit=2", f"tracking.uri={uri}")
+    assert end.code == 0, end
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert [r["status"] for r in records] == ["answered", "answered"]
     report = (out / "report.html").read_text()
@@ -109,7 +113,6 @@ def test_run_eval_records_the_tool_in_mlflow_and_tables(script: Path, tmp_path: 
     assert "paper: GIANT x1 + CONCH (T=20, S=1000)" in (tables / "table1_vs_published.md").read_text()
 
 
-@pytest.mark.slow
 def test_missing_weights_stop_the_run_before_any_item(script: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     missing = tmp_path / "nowhere" / "pytorch_model.bin"
@@ -119,17 +122,18 @@ def test_missing_weights_stop_the_run_before_any_item(script: Path, tmp_path: Pa
         "agent.tools=[conch]",
         f"tools.conch.weights={missing}",
     ]
-    proc = _run(RUN_EVAL, [*args, "tracking.enabled=false", f"hydra.run.dir={out}"], tmp_path)
-    if proc.returncode != 2:
+    end = _job(tmp_path, out, *args, "tracking.enabled=false")
+    if end.code != 2:
         needs_torch()  # without PyTorch the first line says to install it instead
-    assert proc.returncode == 2, proc.stderr
-    [line] = proc.stderr.strip().splitlines()
+    assert end.code == 2, end
+    [line] = (end.line or "").splitlines()
     assert line.startswith("run_eval: ") and (
         f"tools.conch.weights={missing}: no such file" in line or "pip install" in line
     )
     assert not (out / "results.jsonl").exists()
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_without_pytorch_asking_for_the_tool_names_the_extra(
     slide: Path, script: Path, tmp_path: Path

@@ -230,8 +230,9 @@ def test_the_class_token_sees_the_text_as_conch_was_trained() -> None:
 
 
 def test_load_tools_loads_each_setting_once_per_process() -> None:
-    from giant.tools import ToolSettings, load_tools
+    from giant.tools import load_tools
     from giant.tools.conch.tool import ConchTool
+    from giant.tools.settings import ToolSettings
 
     tiny = ToolSettings(conch=settings(weights="tiny-random"))
     [first] = load_tools(["conch"], tiny).values()

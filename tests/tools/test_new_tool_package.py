@@ -32,7 +32,8 @@ from pydantic import BaseModel, Field
 from giant.actions import ActionModel
 from giant.core import Box
 from giant.roles import Method
-from giant.tools import Seen, Tool, ToolContext, ToolRecord, register
+from giant.registry import register
+from giant.tools import Seen, Tool, ToolContext, ToolRecord
 
 
 class MeasureSettings(BaseModel):
@@ -50,7 +51,7 @@ class MeasureRecord(ToolRecord):
     unit: str
 
 
-@register
+@register("tool")
 class MeasureTool(Tool[MeasureSettings, MeasureAction, MeasureRecord]):
     name = "measure"
     settings = MeasureSettings
@@ -159,6 +160,7 @@ def _job(folder: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     return result, trajectory, json.loads((folder / "resolved_config.json").read_text())
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_tool_added_as_a_package_and_a_yaml_file_runs_through_the_cli(repo: Path) -> None:
     # --cfg job shows the new tool's settings, read from its file
@@ -216,7 +218,8 @@ def test_the_tools_option_composes_every_file_in_conf_tools() -> None:
 
 def test_a_tool_named_without_settings_is_one_config_error_line() -> None:
     from giant.errors import ConfigError
-    from giant.tools import ToolSettings, load_tools
+    from giant.tools import load_tools
+    from giant.tools.settings import ToolSettings
 
     expected = "agent.tools names conch but tools.conch is not set: add conf/tools/conch.yaml"
     with pytest.raises(ConfigError) as info:

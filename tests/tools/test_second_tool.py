@@ -15,8 +15,9 @@ from giant.actions import ActionModel, NonEmptyStr
 from giant.core import Box, Item
 from giant.llm.schema import offered_actions, offered_tools, step_from_data, step_schema
 from giant.record.trajectory import Trajectory
+from giant.registry import register, unregister
 from giant.roles import Method
-from giant.tools import Seen, Tool, ToolContext, ToolRecord, register, unregister
+from giant.tools import Seen, Tool, ToolContext, ToolRecord
 from tests.agent.conftest import answer, crop, run, scripted, texts
 from tests.llm.conftest import make_ctx
 
@@ -78,9 +79,9 @@ class MeasureTool(Tool[MeasureSettings, MeasureAction, MeasureRecord]):
 
 @pytest.fixture
 def measure() -> Iterator[type[MeasureTool]]:
-    register(MeasureTool)
+    register("tool")(MeasureTool)
     yield MeasureTool
-    unregister("measure")
+    unregister("tool", "measure")
 
 
 def test_a_registered_tool_is_offered_run_recorded_and_shown(
@@ -136,7 +137,7 @@ def test_a_tool_the_run_does_not_offer_changes_nothing_sent(tmp_path: Path) -> N
 
     runs = [{}, {"extra_actions": ("note",)}, {"allow_crop": False}]
     before = [sent(**ctx) for ctx in runs]
-    register(ShoutTool)
+    register("tool")(ShoutTool)
     try:
         assert [sent(**ctx) for ctx in runs] == before
         shouting = json.loads(sent(extra_actions=("shout",)))
@@ -145,4 +146,4 @@ def test_a_tool_the_run_does_not_offer_changes_nothing_sent(tmp_path: Path) -> N
         assert action["text"]["description"] == ShoutTool.hints["text"]
         assert [name for name, *_ in shouting[1]] == ["slide_zoom", "shout"]
     finally:
-        unregister("shout")
+        unregister("tool", "shout")

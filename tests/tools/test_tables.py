@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from giant.tracking.published import tool_ablations
-from giant.tracking.tables import RunRecord, build_table, comparison_markdown
+from giant.tracking.tables.rows import RunRecord, build_table
+from giant.tracking.tables.versus_paper import comparison_markdown
 
 
 def record(task: str, mean: float, tools: tuple[str, ...] = ()) -> RunRecord:

@@ -72,6 +72,7 @@ def test_the_report_sets_accuracy_with_each_tool_against_without() -> None:
     ]
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_the_tools_experiment_prices_every_cell_in_a_dry_run(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIANT_", "MLFLOW_", "HYDRA_", "OPENAI"))}

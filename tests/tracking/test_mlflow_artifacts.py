@@ -1,4 +1,4 @@
-"""The predictions table and confusion matrix logged with each job, from a real results.jsonl."""
+"""The predictions table and confusion matrix logged with each job, from the job's result records."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from PIL import Image
 
 from giant.core import Item
 from giant.job import select_items
-from giant.record import JobLayout, ResultRecord, ResultsWriter
+from giant.record import JobLayout, ResultRecord
 from giant.tracking.artifacts import confusion_table, write_confusion_matrix, write_predictions
 
 
@@ -29,15 +29,8 @@ def _record(key: str, label: int | None, truth: int, run_index: int = 0) -> Resu
 
 def test_predictions_keep_the_latest_record_and_matrix_counts_failures(tmp_path: Path) -> None:
     layout = JobLayout(tmp_path)
-    with ResultsWriter(layout.results) as writer:
-        for record in (
-            _record("d/1", None, 2),
-            _record("d/2", 3, 3),
-            _record("d/3", 1, 2),
-            _record("d/1", 2, 2),
-        ):
-            writer.append(record)
-    path = write_predictions(layout)
+    records = [_record("d/1", None, 2), _record("d/2", 3, 3), _record("d/3", 1, 2), _record("d/1", 2, 2)]
+    path = write_predictions(layout, records)
     assert path == layout.predictions
     frame = pd.read_csv(path)
     assert len(frame) == 3  # the resumed d/1 replaces its failed first attempt
@@ -47,19 +40,19 @@ def test_predictions_keep_the_latest_record_and_matrix_counts_failures(tmp_path:
     assert list(table.columns) == ["1", "2", "3", "5", "none"]
     assert table.loc["2", "2"] == 1 and table.loc["2", "1"] == 1 and table.loc["5", "none"] == 1
     assert int(table.to_numpy().sum()) == 4
-    png = write_confusion_matrix(layout, title="demo_count")
+    png = write_confusion_matrix(layout, records, title="demo_count")
     assert png == layout.confusion_matrix and Image.open(png).format == "PNG"
-    assert write_predictions(JobLayout(tmp_path / "absent")) is None
+    assert write_confusion_matrix(layout, [], title="demo_count") is None
 
 
 def test_predictions_write_a_formula_in_a_reason_as_text(tmp_path: Path) -> None:
     """A failure's reason can quote the model or the server: a spreadsheet must not run it (OWASP)."""
-    layout = JobLayout(tmp_path)
     hostile = '=HYPERLINK("http://attacker.example","open")'
-    with ResultsWriter(layout.results) as writer:
-        writer.append(_record("d/1", None, 2).model_copy(update={"reason": hostile}))
-        writer.append(_record("d/2", 2, 2).model_copy(update={"reason": "-12"}))
-    frame = pd.read_csv(write_predictions(layout), dtype=str)
+    records = [
+        _record("d/1", None, 2).model_copy(update={"reason": hostile}),
+        _record("d/2", 2, 2).model_copy(update={"reason": "-12"}),
+    ]
+    frame = pd.read_csv(write_predictions(JobLayout(tmp_path), records), dtype=str)
     assert list(frame["reason"]) == ["'" + hostile, "-12"]  # a number stays a number
     assert list(frame["truth"]) == ["2", "2"]  # numbers are written as before
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from giant.agent import run_episode
+from giant.agent.episode import run_episode
 from giant.agent.modes import parse_agent
 from giant.config import RunSettings  # noqa: F401  (registers the composed conf the agent defaults come from)
 from giant.core import Item

@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 from giant.tracking import published
-from giant.tracking.tables import RunRecord, build_table, comparison_markdown
 from giant.tracking.tables.load import _other_row_settings
+from giant.tracking.tables.rows import RunRecord, build_table
+from giant.tracking.tables.versus_paper import comparison_markdown
 
 
 def record(task: str, mean: float, mode: str, k: int = 1, **settings: object) -> RunRecord:

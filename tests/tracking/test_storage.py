@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from mlflow.tracking import MlflowClient
 
-from giant.agent import run_episode
+from giant.agent.episode import run_episode
 from giant.agent.modes import parse_agent
 from giant.core import Item
 from giant.eval.resume import carry_over

@@ -12,7 +12,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 import giant
-from giant.record import TRAJECTORY_PAGE, JobLayout
+from giant.record import TRAJECTORY_FILE, TRAJECTORY_PAGE, JobLayout
 from giant.storage import is_stored_image
 from tests.tracking.responses_peer import responses_peer
 
@@ -37,7 +37,7 @@ def test_a_job_stores_each_image_once(tmp_path: Path, monkeypatch: pytest.Monkey
     (run,) = MlflowClient(f"sqlite:///{db}").search_runs(experiment_ids=["1"])
     artifacts = Path(run.info.artifact_uri.removeprefix("file://"))
     layout = JobLayout(out)
-    folders = layout.trajectory_folders()
+    folders = [path.parent for path in sorted(layout.trajectories.rglob(TRAJECTORY_FILE))]
     assert len(folders) == 2
     jpeg = 0
     for folder in folders:

@@ -40,6 +40,7 @@ METRIC_PLACE = """() => {
 }"""
 
 
+@pytest.mark.subprocess_job  # what the demo store's sweep printed (its one job subprocess)
 @pytest.mark.slow
 def test_the_sweep_ends_with_its_result(demo_store: DemoStore) -> None:
     out = demo_store.stdout

@@ -13,18 +13,11 @@ from PIL import Image
 
 from giant.errors import ConfigError
 from giant.tracking.names import PARENT_TAG, ROLE_TAG
-from giant.tracking.tables import (
-    build_table,
-    cells_csv,
-    comparison_markdown,
-    cost_markdown,
-    load_runs,
-    log_report,
-    to_csv,
-    to_latex,
-    to_markdown,
-    write_report,
-)
+from giant.tracking.tables.formats import cells_csv, cost_markdown, to_csv, to_latex, to_markdown
+from giant.tracking.tables.load import load_runs
+from giant.tracking.tables.report import log_report, write_report
+from giant.tracking.tables.rows import build_table
+from giant.tracking.tables.versus_paper import comparison_markdown
 from tests.helpers.runs import log_job
 
 

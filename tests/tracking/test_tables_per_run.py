@@ -14,7 +14,10 @@ from giant.tracking.names import (
     PER_RUN_CI_LOW_METRIC,
     PER_RUN_MEAN_METRIC,
 )
-from giant.tracking.tables import build_table, comparison_markdown, cost_markdown, load_runs, to_markdown
+from giant.tracking.tables.formats import cost_markdown, to_markdown
+from giant.tracking.tables.load import load_runs
+from giant.tracking.tables.rows import build_table
+from giant.tracking.tables.versus_paper import comparison_markdown
 from tests.helpers.runs import log_job
 
 TASKS = ("tcga", "gtex", "panda", "tcga_slidebench", "tcga_expert_vqa")

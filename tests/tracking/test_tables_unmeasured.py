@@ -8,7 +8,9 @@ import pytest
 
 from giant.record.summary import Bootstrap, Provenance, Summary
 from giant.tracking.mlflow_logger import summary_metrics
-from giant.tracking.tables import build_table, load_runs, to_markdown
+from giant.tracking.tables.formats import to_markdown
+from giant.tracking.tables.load import load_runs
+from giant.tracking.tables.rows import build_table
 from tests.helpers.runs import log_job
 
 

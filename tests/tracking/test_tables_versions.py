@@ -7,7 +7,9 @@ from __future__ import annotations
 import mlflow
 
 from giant.tracking.names import DATASET_DIGEST_TAG
-from giant.tracking.tables import build_table, load_runs, to_markdown
+from giant.tracking.tables.formats import to_markdown
+from giant.tracking.tables.load import load_runs
+from giant.tracking.tables.rows import build_table
 from tests.helpers.runs import log_job
 
 

@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+import giant
 from giant.errors import EXIT_UNTRACKED
-from tests.cli.test_run_eval import ROOT, SCRIPT, TIMEOUT
+from tests.helpers.cli import ROOT, SCRIPT, TIMEOUT
 from tests.slurm.mlflow_server import MlflowServer
 
 # The real CLI, whose job kills the tracking server once its job folder is written (giant.job's
@@ -61,14 +62,13 @@ def _env(tmp: Path, server: MlflowServer) -> dict[str, str]:
     return env
 
 
-def _args(server: MlflowServer, job_dir: Path, timeout_s: float) -> list[str]:
+def _args(server: MlflowServer, timeout_s: float) -> list[str]:
     return [
         "provider=random",
         "agent.max_steps=2",
         "limit=2",
         f"tracking.uri={server.uri}",
         f"tracking.finish_timeout_s={timeout_s}",
-        f"hydra.run.dir={job_dir}",
     ]
 
 
@@ -89,13 +89,23 @@ def _job_runs(uri: str) -> list:
     return client.search_runs([experiment.experiment_id]) if experiment else []
 
 
+@pytest.mark.subprocess_job
 @pytest.mark.slow
-def test_a_server_gone_at_the_jobs_end_is_one_line_exit_6_and_the_rerun_logs_it(tmp_path: Path) -> None:
+def test_a_server_gone_at_the_jobs_end_is_one_line_exit_6_and_the_rerun_logs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     server = _started(tmp_path / "server")
     env = _env(tmp_path, server)
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", OUTAGE_CLI, str(SCRIPT), *_args(server, tmp_path / "job1", 3)],
+            [
+                sys.executable,
+                "-c",
+                OUTAGE_CLI,
+                str(SCRIPT),
+                *_args(server, 3),
+                f"hydra.run.dir={tmp_path / 'job1'}",
+            ],
             cwd=tmp_path,
             env=env,
             capture_output=True,
@@ -116,18 +126,19 @@ def test_a_server_gone_at_the_jobs_end_is_one_line_exit_6_and_the_rerun_logs_it(
     assert json.loads((tmp_path / "job1" / "summary.json").read_text())["complete"] is True
     assert f"-> {tmp_path / 'job1'}" in proc.stdout  # the summary line, as ever
 
+    # The rerun is the same job in this process (giant.evaluate): the exit code was the first run's
+    # subject; here it is what reaches the server.
+    for name in [name for name in os.environ if name.startswith(("MLFLOW_", "GIANT_", "HYDRA_"))]:
+        monkeypatch.delenv(name)  # the job's environment as the subprocess had it, restored afterwards
+    monkeypatch.setenv("GIANT_CACHE_DIR", env["GIANT_CACHE_DIR"])
+    monkeypatch.setenv("GIANT_OUTPUT_DIR", env["GIANT_OUTPUT_DIR"])
+    monkeypatch.chdir(tmp_path)
     back = _started(tmp_path / "server", server.port)  # the same store, the same address
     try:
-        rerun = subprocess.run(
-            [sys.executable, str(SCRIPT), *_args(back, tmp_path / "job2", 3)],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
-        )
-        assert rerun.returncode == 0, rerun.stderr[-3000:]
-        assert "resuming run key" in rerun.stdout
+        capsys.readouterr()
+        rerun = giant.evaluate(_args(back, 3), output_dir=tmp_path / "job2")
+        assert rerun is not None and rerun.complete
+        assert "resuming run key" in capsys.readouterr().out
         runs = _job_runs(back.uri)
     finally:
         back.stop()
@@ -135,6 +146,7 @@ def test_a_server_gone_at_the_jobs_end_is_one_line_exit_6_and_the_rerun_logs_it(
     assert runs[0].data.tags["status"] == "complete" and "metric_boot_mean" in runs[0].data.metrics
 
 
+@pytest.mark.subprocess_job
 def test_ctrl_c_while_waiting_for_the_server_ends_the_job_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -151,7 +163,7 @@ def test_ctrl_c_while_waiting_for_the_server_ends_the_job_at_once(
     from giant.eval.summarize import summarize
     from giant.interrupt import StopRequest
     from giant.job import _finish_tracking_within
-    from giant.record import JobLayout
+    from giant.record.read import JobRecord
     from giant.record.summary import Provenance
     from giant.tracking.mlflow_logger import JobRun
 
@@ -179,6 +191,7 @@ def test_ctrl_c_while_waiting_for_the_server_ends_the_job_at_once(
     signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Timer(1.0, os.kill, args=(os.getpid(), signal.SIGINT)).start()
     with pytest.raises(KeyboardInterrupt):  # MLflow's retries alone would hold it for minutes
-        _finish_tracking_within(job, settings, summary, JobLayout(tmp_path), {}, StopRequest())
+        record = JobRecord(str(tmp_path), [], summary, folder=tmp_path)
+        _finish_tracking_within(job, settings, record, {}, StopRequest())
     assert job.abandoned
     assert os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] == "4"  # the worker gives up within ~1 min

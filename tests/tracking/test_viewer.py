@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from markupsafe import escape
 
-from giant.agent import run_episode
+from giant.agent.episode import run_episode
 from giant.agent.modes import parse_agent
 from giant.core import Box, Item
 from giant.llm.config import provider_settings

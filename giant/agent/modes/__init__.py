@@ -1,4 +1,4 @@
-"""Every agent mode, registered: a module in this package with a `@register` Mode subclass is found
+"""Every agent mode, registered: a module in this package with a `@register("mode")` Mode subclass is found
 by the registry (giant.registry) the first time the modes are read, and its settings model joins
 `AgentConfig`, the union the run's config is validated into (docs/ARCHITECTURE.md, "Adding a mode")."""
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from giant import registry
 from giant.agent.config import BaseAgentConfig
-from giant.agent.modes.base import MODES, CallPlan, Mode, find_mode, mode_of, modes_with_setting, register
+from giant.agent.modes.base import MODES, CallPlan, Mode, find_mode, mode_of, modes_with_setting
 from giant.agent.shipped import shipped_agent
 
 if TYPE_CHECKING:
@@ -37,5 +37,4 @@ __all__ = [
     "mode_of",
     "modes_with_setting",
     "parse_agent",
-    "register",
 ]

@@ -1,8 +1,8 @@
 """The mode contract and its registry: everything outside giant/agent/modes/ asks a mode object.
 
-A mode is one `Mode` subclass with `@register`: its name, its settings model, how it runs an episode,
-what an item costs (the dry run), and how it names itself in run names, Table 1 rows and the published
-numbers. Nothing else in the project branches on a mode's name.
+A mode is one `Mode` subclass with `@register("mode")` (giant.registry): its name, its settings model,
+how it runs an episode, what an item costs (the dry run), and how it names itself in run names, Table 1
+rows and the published numbers. Nothing else in the project branches on a mode's name.
 """
 
 from __future__ import annotations
@@ -82,17 +82,6 @@ class Mode(Generic[C]):
 MODES: Mapping[str, Mode[Any]] = registry.members("mode")
 
 
-def register(cls: type[Mode[C]]) -> type[Mode[C]]:
-    """Class decorator: one instance per mode name (a second mode of the same name is an error)."""
-    registry.add("mode", cls.name, cls())
-    return cls
-
-
-def unregister(name: str) -> None:
-    """Drop a mode (tests that register a throwaway mode clean up with this)."""
-    registry.unregister("mode", name)
-
-
 def mode_of(cfg: BaseAgentConfig) -> Mode[Any]:
     return MODES[cfg.mode]
 
@@ -110,6 +99,4 @@ __all__ = [
     "find_mode",
     "mode_of",
     "modes_with_setting",
-    "register",
-    "unregister",
 ]

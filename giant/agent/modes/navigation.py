@@ -10,7 +10,8 @@ from pydantic import Field
 
 from giant.agent import instructions
 from giant.agent.config import NavigationConfig, NavigationRules
-from giant.agent.modes.base import Mode, SettingValue, register
+from giant.agent.modes.base import Mode, SettingValue
+from giant.registry import register
 from giant.roles import Method
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ class NavigationMode(Mode[N]):
         return {1: "GIANT x1 (T=20, S=1000)", 5: "GIANT x5 (vote)"}.get(runs_per_item)
 
 
-@register
+@register("mode")
 class GiantMode(NavigationMode[GiantConfig]):
     """Practical: early answers accepted; at step T the model must answer."""
 
@@ -73,7 +74,7 @@ class GiantMode(NavigationMode[GiantConfig]):
         return NavigationRules(early_answer="accept", force_answer=True, attempts=1, budget="actions")
 
 
-@register
+@register("mode")
 class PaperMode(NavigationMode[PaperConfig]):
     """Fixed iterations: exactly T-1 crops, the answer at step T; early answers are rejected."""
 
@@ -88,7 +89,7 @@ class PaperMode(NavigationMode[PaperConfig]):
         return instructions.fixed_pacing(t)
 
 
-@register
+@register("mode")
 class AuthorsMode(NavigationMode[AuthorsConfig]):
     """The authors' code: no forced answer; T answered calls without an answer restart the episode."""
 

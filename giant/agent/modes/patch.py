@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 
 from giant.agent.config import BaseAgentConfig, TissueSampling
-from giant.agent.modes.base import CallPlan, Mode, SettingValue, register
+from giant.agent.modes.base import CallPlan, Mode, SettingValue
+from giant.registry import register
 from giant.roles import Method, recording
 from giant.wsi.magnification import mpp_text
 
@@ -70,7 +71,7 @@ class PatchConfig(BaseAgentConfig, TissueSampling):
         return self.patch_count if self.inference == "joint" else 1
 
 
-@register
+@register("mode")
 class PatchMode(Mode[PatchConfig]):
     name = "patch"
     settings = PatchConfig

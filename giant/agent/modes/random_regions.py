@@ -9,7 +9,8 @@ from pydantic import Field, model_validator
 
 from giant.agent import instructions
 from giant.agent.config import RegionsConfig, TissueSampling
-from giant.agent.modes.base import Mode, register
+from giant.agent.modes.base import Mode
+from giant.registry import register
 from giant.roles import Method
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ class RandomRegionsConfig(RegionsConfig, TissueSampling):
         return self
 
 
-@register
+@register("mode")
 class RandomRegionsMode(Mode[RandomRegionsConfig]):
     name = "random_regions"
     settings = RandomRegionsConfig

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from giant.agent.config import BaseAgentConfig
-from giant.agent.modes.base import CallPlan, Mode, SettingValue, register
+from giant.agent.modes.base import CallPlan, Mode, SettingValue
+from giant.registry import register
 from giant.roles import Method
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ class ThumbnailConfig(BaseAgentConfig):
     thumbnail_size: Method[int] = Field(ge=250, le=4000, description="Long side of the thumbnail in pixels.")
 
 
-@register
+@register("mode")
 class ThumbnailMode(Mode[ThumbnailConfig]):
     name = "thumbnail"
     settings = ThumbnailConfig

@@ -20,9 +20,9 @@ from pydantic import Field
 from giant.actions import ActionModel
 from giant.core import AnswerSpace, Box
 from giant.errors import ConfigError
+from giant.registry import register
 from giant.tools.base import REGION_HINTS, Seen, Tool, ToolContext, ToolRecord, UnusableCall
 from giant.tools.caption.settings import CaptionSettings
-from giant.tools.registry import register
 from giant.wsi.encode import encode_jpeg
 from giant.wsi.region import clamp_box
 
@@ -67,7 +67,7 @@ def caption_prompt(settings: CaptionSettings, model: str) -> str:
     )
 
 
-@register
+@register("tool")
 class CaptionTool(Tool[CaptionSettings, CaptionAction, CaptionRecord]):
     """A captioner: a provider built from the tool's settings, once per event loop."""
 

@@ -23,10 +23,10 @@ from pydantic import Field
 
 from giant.actions import ActionModel
 from giant.core import Box
+from giant.registry import register
 from giant.tools.base import REGION_HINTS, Seen, Tool, ToolContext, ToolRecord, UnusableCall
 from giant.tools.cells.nuclei import Nuclei, Thresholds, detect, outlines
 from giant.tools.cells.settings import CellsSettings
-from giant.tools.registry import register
 from giant.wsi.encode import encode_jpeg
 from giant.wsi.region import clamp_box
 
@@ -126,7 +126,7 @@ def draw_overlay(rgb: np.ndarray, nuclei: Nuclei, side: int) -> Image.Image:
     return image
 
 
-@register
+@register("tool")
 class CellsTool(Tool[CellsSettings, CellsAction, CellsRecord]):
     """Counts and measures nuclei; its settings are its whole state (no model is loaded)."""
 

@@ -19,9 +19,9 @@ from pydantic import Field
 
 from giant.actions import ActionModel, NonEmptyStr
 from giant.core import Box
+from giant.registry import register
 from giant.tools.base import Seen, Tool, ToolContext, ToolRecord, UnusableCall
 from giant.tools.conch.settings import HYPOTHESES_CAP, ConchSettings
-from giant.tools.registry import register
 from giant.tools.scorer import Scorer
 
 
@@ -85,7 +85,7 @@ def conch_failed(reason: str) -> str:
     return f"CONCH could not score the image ({reason}). Crop a region or answer instead."
 
 
-@register
+@register("tool")
 class ConchTool(Tool[ConchSettings, ConchAction, ConchRecord]):
     """A loaded CONCH scorer and the most hypotheses one call may send."""
 

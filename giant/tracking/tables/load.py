@@ -22,15 +22,14 @@ from giant.record.logged import read_logged
 from giant.record.summary import Summary
 from giant.tracking.names import (
     AGENT_MODE_TAG,
-    CROP_SIZE_TAG,
     DATASET_DIGEST_TAG,
     DATASET_TAG,
-    MAX_STEPS_TAG,
     MODEL_TAG,
     REPORT_ROLE,
     RESCORE_TAG,
     ROLE_TAG,
     RUNS_PER_ITEM_TAG,
+    SETTING_TAGS,
     SOURCE_START_TAG,
     STATUS_TAG,
     SWEEP_ID_TAG,
@@ -126,9 +125,9 @@ def _record(run: Run, logged: dict[str, float]) -> RunRecord | None:
         for name, value in run.data.params.items()
         if name.startswith("agent.") and (number := _int_or_none(value)) is not None
     }
-    for tag, name in ((MAX_STEPS_TAG, "max_steps"), (CROP_SIZE_TAG, "crop_size")):
-        if (number := _int_or_none(tags.get(tag))) is not None:
-            settings[name] = number
+    for tag, key in SETTING_TAGS.items():  # T and S: the agent's whole-number settings tagged
+        if key.startswith("agent.") and (number := _int_or_none(tags.get(tag))) is not None:
+            settings[key.removeprefix("agent.")] = number
     settings.update(_other_row_settings(tags.get(AGENT_MODE_TAG, ""), run.data.params, settings))
     return RunRecord(
         run_id=run.info.run_id,

@@ -11,7 +11,7 @@ sends, a status code, a status name and `details` (google.rpc types):
 - 500, 503 UNAVAILABLE (overload) and 504 are transient (`server`), as is a dropped connection.
 Flex calls (`service_tier: flex`) may be shed under load: a 503 under flex is `FlexShed`, retried
 with its own budget (provider.flex_retries), then per provider.flex_fallback sent at the standard
-tier or asked again, as OpenAI's flex is (giant.llm.flex).
+tier or asked again, as OpenAI's flex is (giant.llm.providers.openai.flex).
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def _asked(exc: BaseException) -> float | None:
     return retry_delay_s(exc.error) if isinstance(exc, FlexShed) else None
 
 
-# Shed capacity comes back over minutes: a longer ceiling than the rate-limit backoff (as giant.llm.flex).
+# Shed capacity comes back over minutes: a longer ceiling than the rate-limit backoff (as OpenAI's flex).
 _FLEX_RETRY = RetryPolicy(retryable=(FlexShed,), asked=_asked, max_s=60.0)
 
 

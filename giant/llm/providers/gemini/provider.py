@@ -32,10 +32,8 @@ from typing import Any
 from google import genai
 from google.genai import types
 
-from giant.llm.batch import BatchCollector
 from giant.llm.caching import CacheSplit, Request, _longest_shared, no_breakpoints
 from giant.llm.decode import decode_step, decode_tool_call
-from giant.llm.ledger import Ledger
 from giant.llm.providers.gemini import GeminiSettings
 from giant.llm.providers.gemini.batch import GeminiBatches
 from giant.llm.providers.gemini.errors import sdk_call, send_flex
@@ -103,28 +101,19 @@ class GeminiProvider(SdkProvider[GeminiSettings]):
     cache_rule = staticmethod(gemini_prefix)
     cache_breakpoints = staticmethod(no_breakpoints)  # implicit caching: no marks
 
-    def __init__(
-        self,
-        cfg: GeminiSettings,
-        *,
-        http_client: Any = None,
-        ledger: Ledger | None = None,
-        batches: BatchCollector | None = None,
-    ) -> None:
-        super().__init__(cfg, ledger=ledger, batches=batches)
+    client: genai.Client
+
+    def _client(self, http_client: Any) -> genai.Client:
         options = types.HttpOptions(
-            base_url=cfg.base_url,
-            timeout=int(cfg.client_timeout_s() * 1000),  # milliseconds
+            base_url=self.cfg.base_url,
+            timeout=int(self.cfg.client_timeout_s() * 1000),  # milliseconds
             retry_options=types.HttpRetryOptions(attempts=1),  # giant.llm.retry is the one layer
             httpx_async_client=http_client,
         )
-        self.client = genai.Client(api_key=self._key or None, http_options=options)
+        return genai.Client(api_key=self._key or None, http_options=options)
 
     def _batch_api(self) -> GeminiBatches:
         return GeminiBatches(self.client, self.model, secret=self._key or None)
-
-    def __repr__(self) -> str:
-        return f"GeminiProvider(model={self.model!r}, protocol={self.cfg.protocol!r})"
 
     # ------------------------------------------------------------------ request
 

@@ -6,7 +6,7 @@ tools: the authors' protocol, function tools slide_zoom/note and the final answe
 every crop of a turn is returned, in order (paper_facts §1). Caching is OpenAI's automatic prefix
 cache, steered per item with prompt_cache_key.
 Flex processing (provider.service_tier=flex): the same request with service_tier "flex", sent and
-asked again through giant.llm.flex; the reply's own service_tier says which tier billed it.
+asked again through giant.llm.providers.openai.flex; the reply's own service_tier says which tier billed it.
 Cache retention (provider.prompt_cache_retention, giant.llm.caching.openai_retention): batch rounds
 come back after in-memory entries are gone, so `auto` asks the models that take it for "24h".
 Reasoning items: with store=false the server keeps nothing, so when reasoning is on the request
@@ -23,14 +23,12 @@ from typing import Any
 
 import openai
 
-from giant.llm.batch import BatchCollector
-from giant.llm.batch_openai import OpenAIBatches
 from giant.llm.caching import no_breakpoints, openai_prefix, openai_retention
-from giant.llm.config import OpenAISettings
 from giant.llm.decode import decode_step, decode_tool_call
-from giant.llm.flex import FLEX, send_flex, tier_of
 from giant.llm.image_tokens import openai_high_detail
-from giant.llm.ledger import Ledger
+from giant.llm.providers.openai import OpenAISettings
+from giant.llm.providers.openai.batch import OpenAIBatches
+from giant.llm.providers.openai.flex import FLEX, send_flex, tier_of
 from giant.llm.request_limits import OPENAI_LIMITS
 from giant.llm.runtime import count
 from giant.llm.schema import (
@@ -71,22 +69,13 @@ class OpenAIProvider(SdkProvider[OpenAISettings]):
     cache_rule = staticmethod(openai_prefix)
     cache_breakpoints = staticmethod(no_breakpoints)  # its requests mark no breakpoint
 
-    def __init__(
-        self,
-        cfg: OpenAISettings,
-        *,
-        http_client: Any = None,
-        ledger: Ledger | None = None,
-        batches: BatchCollector | None = None,
-    ) -> None:
-        super().__init__(cfg, ledger=ledger, batches=batches)
-        self.client = openai.AsyncOpenAI(api_key=self._key, **client_options(cfg, http_client))
+    client: openai.AsyncOpenAI
+
+    def _client(self, http_client: Any) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(api_key=self._key, **client_options(self.cfg, http_client))
 
     def _batch_api(self) -> OpenAIBatches:
         return OpenAIBatches(self.client)
-
-    def __repr__(self) -> str:
-        return f"OpenAIProvider(model={self.model!r}, protocol={self.cfg.protocol!r})"
 
     # ------------------------------------------------------------------ request
 
@@ -179,7 +168,7 @@ class OpenAIProvider(SdkProvider[OpenAISettings]):
         if cfg.service_tier == "flex":  # standard sends nothing: the project's default tier
             request["service_tier"] = FLEX
         kept = openai_retention(cfg.prompt_cache_retention, cfg.model, batch=cfg.batch)
-        if kept is not None:  # batch bodies are these requests too (giant.llm.batch_openai)
+        if kept is not None:  # batch bodies are these requests too (giant.llm.providers.openai.batch)
             request["prompt_cache_retention"] = kept
         if cfg.reasoning_effort:
             request["reasoning"] = {"effort": cfg.reasoning_effort}

@@ -18,9 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from giant.errors import ConfigError
 from giant.llm.caching import no_breakpoints, no_caching
-from giant.llm.config import ScriptedSettings
 from giant.llm.image_tokens import openai_high_detail
 from giant.llm.ledger import Ledger
+from giant.llm.providers.scripted import ScriptedSettings
 from giant.llm.types import (
     CallContext,
     Conversation,

@@ -26,10 +26,10 @@ from typing import Any
 import openai
 
 from giant.llm.caching import no_breakpoints, no_caching
-from giant.llm.config import OpenAICompatibleSettings
 from giant.llm.decode import decode_step, split_thinking
 from giant.llm.image_tokens import FAMILIES, family_of, openai_high_detail
 from giant.llm.ledger import Ledger
+from giant.llm.providers.openai_compatible import OpenAICompatibleSettings
 from giant.llm.runtime import estimate_tokens
 from giant.llm.schema import offered_actions, step_schema, step_to_data
 from giant.llm.sdk_errors import cause_of, redact
@@ -66,15 +66,19 @@ class OpenAICompatibleProvider(SdkProvider[OpenAICompatibleSettings]):
     cache_rule = staticmethod(no_caching)  # billing of cached input unknown: counted as plain input
     cache_breakpoints = staticmethod(no_breakpoints)  # its requests mark no breakpoint
 
+    client: openai.AsyncOpenAI
+
     def __init__(
         self, cfg: OpenAICompatibleSettings, *, http_client: Any = None, ledger: Ledger | None = None
     ) -> None:
-        super().__init__(cfg, ledger=ledger)
-        self.client = openai.AsyncOpenAI(api_key=self._key or NO_KEY, **client_options(cfg, http_client))
+        super().__init__(cfg, http_client=http_client, ledger=ledger)
         # The model's context: the setting, or what the preflight read from the server (None: unknown).
         self.max_model_len: int | None = cfg.max_model_len
         # The image-token rule of the model's family, for the prompt estimate behind max_tokens.
         self.image_rule = FAMILIES[family_of(cfg.model, cfg.image_tokens)]
+
+    def _client(self, http_client: Any) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(api_key=self._key or NO_KEY, **client_options(self.cfg, http_client))
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleProvider(model={self.model!r}, base_url={self.cfg.base_url!r})"

@@ -22,13 +22,11 @@ from typing import Any
 
 import anthropic
 
-from giant.llm.batch import BatchCollector
-from giant.llm.batch_anthropic import AnthropicBatches
 from giant.llm.caching import Block, Marks, anthropic_breakpoints
-from giant.llm.config import AnthropicSettings
 from giant.llm.decode import Decoded, decode_step, decode_tool_call, json_objects, step_value
 from giant.llm.image_tokens import anthropic_pixels
-from giant.llm.ledger import Ledger
+from giant.llm.providers.anthropic import AnthropicSettings
+from giant.llm.providers.anthropic.batch import AnthropicBatches
 from giant.llm.request_limits import ANTHROPIC_LIMITS
 from giant.llm.runtime import count
 from giant.llm.schema import (
@@ -103,22 +101,13 @@ class AnthropicProvider(SdkProvider[AnthropicSettings]):
         marked = tuple(dict.fromkeys(targets))[:MAX_BREAKPOINTS]
         return Marks(marked, len(marked) < MAX_BREAKPOINTS)
 
-    def __init__(
-        self,
-        cfg: AnthropicSettings,
-        *,
-        http_client: Any = None,
-        ledger: Ledger | None = None,
-        batches: BatchCollector | None = None,
-    ) -> None:
-        super().__init__(cfg, ledger=ledger, batches=batches)
-        self.client = anthropic.AsyncAnthropic(api_key=self._key, **client_options(cfg, http_client))
+    client: anthropic.AsyncAnthropic
+
+    def _client(self, http_client: Any) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(api_key=self._key, **client_options(self.cfg, http_client))
 
     def _batch_api(self) -> AnthropicBatches:
         return AnthropicBatches(self.client)
-
-    def __repr__(self) -> str:
-        return f"AnthropicProvider(model={self.model!r}, protocol={self.cfg.protocol!r})"
 
     @property
     def thinking(self) -> bool:

@@ -13,9 +13,9 @@ from typing import Any
 
 from giant.core import AnswerSpace
 from giant.llm.caching import no_breakpoints, no_caching
-from giant.llm.config import RandomSettings
 from giant.llm.image_tokens import openai_high_detail
 from giant.llm.ledger import Ledger
+from giant.llm.providers.random import RandomSettings
 from giant.llm.types import AnswerAction, CallContext, Conversation, CropAction, ModelTurn, Step, Usage
 
 
