@@ -69,6 +69,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Under pytest-xdist (`make test` runs two workers), the SLURM tests share one private cluster, so
     they go to one worker together (`--dist loadgroup`); without xdist the mark does nothing. So do the
     tests of the session's demo store and its UI, built once on that worker."""
+    if not config.pluginmanager.hasplugin("xdist"):  # `-p no:xdist`: no such mark to give
+        return
     for item in items:
         if "tests/slurm/" in item.nodeid or item.nodeid.startswith("slurm/"):
             item.add_marker(pytest.mark.xdist_group("slurm"))

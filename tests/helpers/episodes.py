@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from giant.agent import run_episode
+from giant.agent.episode import run_episode
 from giant.agent.modes import parse_agent
 from giant.core import Item
 from giant.llm.config import provider_settings
