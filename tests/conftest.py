@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import browser  # noqa: F401  (the headless Chromium fixture, for every package)
+from tests.browser import browser, chromium  # noqa: F401  (the headless Chromium fixtures, for every package)
+from tests.helpers.store import demo_store, empty_store_db  # noqa: F401  (a read-only demo store; a template)
+from tests.helpers.ui import demo_ui  # noqa: F401  (make ui over it)
 
 # pytester: tests/test_suite_shape.py runs a small suite inside the suite; the guard: a test that starts
 # a job script in a subprocess is marked subprocess_job (tests/helpers/subprocess_guard.py).
@@ -62,9 +64,30 @@ def hydra_init() -> Iterator[None]:
         yield
 
 
+@pytest.hookimpl(trylast=True)  # after pytest-xdist's own naming, which this completes
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`make test` runs two workers), the SLURM tests share one private cluster, so
-    they go to one worker together (`--dist loadgroup`); without xdist the mark does nothing."""
+    they go to one worker together (`--dist loadgroup`); without xdist the mark does nothing. So do the
+    tests of the session's demo store and its UI, built once on that worker."""
+    if not config.pluginmanager.hasplugin("xdist"):  # `-p no:xdist`: no such mark to give
+        return
     for item in items:
         if "tests/slurm/" in item.nodeid or item.nodeid.startswith("slurm/"):
             item.add_marker(pytest.mark.xdist_group("slurm"))
+        elif {"demo_store", "demo_ui"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("demo_store"))
+    if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
+        for item in items:
+            _name_group(item)
+
+
+def _name_group(item: pytest.Item) -> None:
+    """pytest-xdist (3.8) sends a group to one worker by the `<nodeid>@<group>` it names each grouped
+    test, set as item._nodeid, which pytest 9 no longer reads (the id is item._id): without this,
+    --dist loadgroup groups nothing."""
+    groups = {
+        str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+        for m in item.iter_markers("xdist_group")
+    }
+    if groups and "@" not in item.nodeid and hasattr(item, "_id"):
+        item._id = type(item._id).parse(f"{item.nodeid}@{'_'.join(sorted(groups))}")

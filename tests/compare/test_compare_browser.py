@@ -17,7 +17,6 @@ from tests.compare.conftest import Compared
 NOTES = Path("/work/notes")
 
 
-@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_comparison_page_in_chromium(browser: Any, compared: Compared, tmp_path: Path) -> None:
     with serve(compared.out) as base, open_page(browser, f"{base}/comparison.html") as opened:

@@ -14,6 +14,7 @@ from giant.compare.stats import mcnemar_exact
 from giant.tracking.names import COMPARED_TAG, PARENT_TAG, ROLE_TAG
 from tests.compare.conftest import COMPARE, Compared, Sweep
 from tests.compare.conftest import run_compare as _compare
+from tests.helpers.store import ITEMS
 
 compare_main = runpy.run_path(str(COMPARE))["main"]
 
@@ -31,7 +32,7 @@ def _pair_row(out: Path) -> dict[str, str]:
 def _check_numbers(sweep: Sweep, out: Path) -> None:
     a, b = (_results(job) for job in sweep.jobs)
     row = _pair_row(out)
-    assert int(row["n_common"]) == len(a) == len(b) == 8
+    assert int(row["n_common"]) == len(a) == len(b) == ITEMS
     a_only = sum(a[k]["correct"] and not b[k]["correct"] for k in a)
     b_only = sum(b[k]["correct"] and not a[k]["correct"] for k in a)
     assert (int(row["a_right_only"]), int(row["b_right_only"])) == (a_only, b_only)
@@ -52,7 +53,6 @@ def _check_numbers(sweep: Sweep, out: Path) -> None:
             assert (out / flip[side]).is_file(), flip[side]
 
 
-@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_two_job_folders(sweep: Sweep, compared: Compared) -> None:
     out, proc = compared.out, compared.proc
@@ -65,7 +65,7 @@ def test_two_job_folders(sweep: Sweep, compared: Compared) -> None:
         "flips.csv",
     }
     run_id = proc.stdout.split("logged as MLflow run ")[1].split()[0]
-    run = sweep.cli.client().get_run(run_id)
+    run = sweep.store.client().get_run(run_id)
     assert run.data.tags[ROLE_TAG] == "comparison"
     assert run.data.tags[COMPARED_TAG] == ",".join(sweep.run_ids)
     # both jobs belong to one sweep: the comparison carries its id, as a run of its own (not a child,
@@ -75,12 +75,11 @@ def test_two_job_folders(sweep: Sweep, compared: Compared) -> None:
     metrics = run.data.metrics
     assert metrics["demo_shapes.A_vs_B.difference"] == pytest.approx(float(row["difference"]))
     assert metrics["demo_shapes.A_vs_B.mcnemar_p"] == pytest.approx(float(row["mcnemar_p"]))
-    assert metrics["demo_shapes.A_vs_B.n_common"] == 8
-    names = {a.path for a in sweep.cli.client().list_artifacts(run_id, "comparison")}
+    assert metrics["demo_shapes.A_vs_B.n_common"] == ITEMS
+    names = {a.path for a in sweep.store.client().list_artifacts(run_id, "comparison")}
     assert {"comparison/comparison.md", "comparison/comparison.html", "comparison/trajectories"} <= names
 
 
-@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_run_ids_read_the_trajectories_from_mlflow(sweep: Sweep, tmp_path: Path) -> None:
     """With the job folders gone, everything comes from the runs' artifacts."""
@@ -94,7 +93,6 @@ def test_run_ids_read_the_trajectories_from_mlflow(sweep: Sweep, tmp_path: Path)
         moved.rename(sweep.folder)
 
 
-@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_a_second_comparison_into_the_same_folder_replaces_the_first(sweep: Sweep, tmp_path: Path) -> None:
     """Its flipped items' trajectories are this comparison's only, and it says it replaced one."""
@@ -110,16 +108,16 @@ def test_a_second_comparison_into_the_same_folder_replaces_the_first(sweep: Swee
 
 def sweep_with(sweep: Sweep, moved: Path) -> Sweep:
     jobs = [moved / job.relative_to(sweep.folder) for job in sweep.jobs]
-    return Sweep(sweep.cli, moved, sweep.sweep_id, jobs, sweep.run_ids)
+    return Sweep(sweep.store, moved, sweep.sweep_id, jobs, sweep.run_ids)
 
 
-@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_sweep_id_with_filter(sweep: Sweep, tmp_path: Path) -> None:
     out = tmp_path / "cmp"
     _compare(sweep, out, "--sweep-id", sweep.sweep_id, "--filter", "tags.dataset = 'demo_shapes'", "--no-log")
     _check_numbers(sweep, out)
-    proc = _compare(sweep, out, "--sweep-id", sweep.sweep_id, "--filter", "tags.T = '5'", check=False)
+    one = "tags.dataset = 'demo_shapes' and tags.T = '3'"
+    proc = _compare(sweep, out, "--sweep-id", sweep.sweep_id, "--filter", one, check=False)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "compare: a comparison needs at least two runs, got 1; pass two or more"
@@ -147,8 +145,7 @@ def test_bad_command_line(capsys: pytest.CaptureFixture[str], args: list[str], m
     assert _exit_line(capsys, *args).startswith(message)
 
 
-@pytest.mark.subprocess_job
 @pytest.mark.slow
 def test_unknown_run_id(sweep: Sweep, capsys: pytest.CaptureFixture[str]) -> None:
-    line = _exit_line(capsys, "0" * 32, sweep.run_ids[0], "--tracking-uri", sweep.cli.uri)
+    line = _exit_line(capsys, "0" * 32, sweep.run_ids[0], "--tracking-uri", sweep.store.uri)
     assert line.startswith("compare: " + "0" * 32 + ": no such MLflow run")

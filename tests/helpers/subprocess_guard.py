@@ -10,7 +10,8 @@ subprocess.run, Popen or asyncio alike; while an unmarked test runs, a job scrip
 from __future__ import annotations
 
 import sys
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from pathlib import Path, PurePath
 
 import pytest
@@ -78,3 +79,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     suite = {config.rootpath, config.rootpath / "tests"}
     whole = all("::" not in arg and Path(arg).resolve() in suite for arg in config.args)
     config.stash[MARKED] = [i.nodeid for i in items if i.get_closest_marker(MARKER)] if whole else None
+
+
+@contextmanager
+def shared(name: str) -> Iterator[None]:
+    """A session fixture's job subprocess, run once for many tests (the demo store's sweep,
+    tests/helpers/store.py): allowed in whichever test's setup builds it. The test of what that
+    subprocess itself did carries the marker and is counted."""
+    _running.append((name, True))
+    try:
+        yield
+    finally:
+        _running.pop()

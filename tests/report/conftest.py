@@ -1,5 +1,7 @@
-"""One fault-injected job folder per module: real synthetic slides, the real runner and agent, the
-trajectory pages, and report.html written from the folder."""
+"""Two job folders built once per session and read by the report's tests (a test that writes works on
+a copy): a fault-injected job (real synthetic slides, the real runner and agent, the trajectory pages,
+and report.html written from the folder), and a job whose slides were each looked at several times
+(tests/report/overview_job.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from giant.report import write_report
 from giant.tracking.viewer import write_job_pages
 from tests.eval.runner_fixtures import SLIDES, evaluate, write_slides
 from tests.report.faults import FaultPlanProvider, make_items
+from tests.report.overview_job import overview_job
 
 
 class FaultedJob:
@@ -23,7 +26,7 @@ class FaultedJob:
         self.wsi_root = wsi_root
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def faulted(tmp_path_factory: pytest.TempPathFactory) -> FaultedJob:
     root = tmp_path_factory.mktemp("faulted")
     wsi_root = write_slides(root / "wsi", SLIDES)
@@ -35,3 +38,9 @@ def faulted(tmp_path_factory: pytest.TempPathFactory) -> FaultedJob:
     write_job_pages(out)
     write_report(out)
     return FaultedJob(JobLayout(out), provider, wsi_root)
+
+
+@pytest.fixture(scope="session")
+def overviews(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of overview_job: two slides, each item run RUNS times, one slide annotated."""
+    return overview_job(tmp_path_factory.mktemp("overviews"))

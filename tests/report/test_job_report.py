@@ -1,7 +1,7 @@
-"""The job writes report.html itself: a job run in-process (giant.evaluate, the job scripts/run_eval.py
-runs) on the demo data, with the MLflow run in a sqlite store under tmp (report.html among its
-artifacts), and without MLflow (the page is in the job folder all the same; the scripted provider's
-faults in its taxonomy)."""
+"""The job writes report.html itself: a job of the demo data with its MLflow run in a sqlite store (the
+session's demo store, tests/helpers/store.py: report.html among its artifacts), and a job run
+in-process (giant.evaluate, the job scripts/run_eval.py runs) without MLflow (the page is in the job
+folder all the same; the scripted provider's faults in its taxonomy)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import re
 from pathlib import Path
 
 import pytest
-from mlflow.tracking import MlflowClient
 
 import giant
 from giant.record import TRAJECTORY_FILE, JobLayout
-from giant.tracking.names import JOB_ROLE, ROLE_TAG, tag_filter
+from giant.tracking.names import OUTPUT_DIR_TAG
 from giant.wsi.slide import Slide
+from tests.helpers.store import ITEMS, DemoStore
 
 
 def run_job(tmp: Path, *args: str) -> Path:
@@ -27,20 +27,18 @@ def run_job(tmp: Path, *args: str) -> Path:
 
 
 @pytest.mark.slow
-def test_job_logs_report_to_mlflow(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
-    job = run_job(tmp_path, "provider=random", f"tracking.uri={uri}")
-    layout = JobLayout(job)
+def test_job_logs_report_to_mlflow(demo_store: DemoStore, tmp_path: Path) -> None:
+    """A job of the session's demo store (tests/helpers/store.py), read only."""
+    run = demo_store.jobs()[-1]
+    layout = JobLayout(Path(run.data.tags[OUTPUT_DIR_TAG]))
     page = layout.report.read_text(encoding="utf-8")
-    assert page.count("<tr data-task=") == 3
+    assert page.count("<tr data-task=") == ITEMS
 
-    client = MlflowClient(uri)
-    experiment = client.get_experiment_by_name("giant")
-    (run,) = client.search_runs([experiment.experiment_id], tag_filter(ROLE_TAG, JOB_ROLE))
+    client = demo_store.client()
     names = [artifact.path for artifact in client.list_artifacts(run.info.run_id)]
     assert "report.html" in names
     logged = Path(client.download_artifacts(run.info.run_id, "report.html", str(tmp_path / "dl")))
-    assert logged.read_text(encoding="utf-8").count("<tr data-task=") == 3
+    assert logged.read_text(encoding="utf-8").count("<tr data-task=") == ITEMS
 
     # the trajectory records the slide's mpp, which the report's magnification needs
     trajectory = json.loads(next(layout.trajectories.rglob(TRAJECTORY_FILE)).read_text())

@@ -4,6 +4,7 @@ from the report, with every run's crop boxes in the run's colour and the annotat
 from __future__ import annotations
 
 import re
+import shutil
 from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
@@ -14,7 +15,7 @@ from giant.record import JobLayout, latest_by_slot, read_results, read_trajector
 from giant.record.navigation import crop_regions
 from giant.report import write_report
 from tests.eval.runner_fixtures import SLIDES
-from tests.report.overview_job import RUNS, overview_job
+from tests.report.overview_job import RUNS
 
 
 class Drawn(HTMLParser):
@@ -52,9 +53,10 @@ def drawn(path: Path) -> Drawn:
     return parser
 
 
-@pytest.fixture(scope="module")
-def job(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return overview_job(tmp_path_factory.mktemp("overviews"))
+@pytest.fixture
+def job(overviews: Path) -> Path:
+    """The session's overview job (tests/report/conftest.py), read only."""
+    return overviews
 
 
 def _crops_by_run(job: Path) -> dict[str, tuple[str, int]]:
@@ -93,7 +95,10 @@ def test_each_slide_page_draws_the_boxes_of_every_run_in_its_own_colour(job: Pat
         assert image is not None and (page.parent / image.group(1)).resolve().is_file()
 
 
-def test_a_report_written_again_replaces_the_pages_and_one_run_per_slide_draws_none(job: Path) -> None:
+def test_a_report_written_again_replaces_the_pages_and_one_run_per_slide_draws_none(
+    job: Path, tmp_path: Path
+) -> None:
+    job = Path(shutil.copytree(job, tmp_path / "job"))  # rewritten here
     stale = JobLayout(job).overviews / "gone.html"
     stale.write_text("old")
     write_report(job)  # the CLI's path: no annotations given, so no outlines

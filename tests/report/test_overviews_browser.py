@@ -15,12 +15,13 @@ from giant.record import JobLayout, latest_by_slot, read_results, read_trajector
 from giant.record.navigation import crop_regions
 from tests.browser import open_page, serve
 from tests.eval.runner_fixtures import SLIDES
-from tests.report.overview_job import RUNS, overview_job
+from tests.report.overview_job import RUNS
 
 
-@pytest.fixture(scope="module")
-def job(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return overview_job(tmp_path_factory.mktemp("overviews-browser"))
+@pytest.fixture
+def job(overviews: Path) -> Path:
+    """The session's overview job (tests/report/conftest.py), read only."""
+    return overviews
 
 
 @pytest.mark.slow

@@ -1,4 +1,6 @@
-"""A real MLflow sqlite store in tmp_path, with the global tracking URI restored afterwards."""
+"""A real MLflow sqlite store in tmp_path, with the global tracking URI restored afterwards; a synthetic
+slide for the trajectory pages' episodes (tests/helpers/episodes.py); a finished job folder for the
+traces' and the review's tests (tests/tracking/traced.py), built once."""
 
 from __future__ import annotations
 
@@ -8,14 +10,6 @@ from pathlib import Path
 
 import mlflow
 import pytest
-
-
-@pytest.fixture(scope="session")
-def empty_store_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated, empty store built once: creating MLflow's schema costs seconds, copying a file none."""
-    db = tmp_path_factory.mktemp("mlflow_template") / "mlflow.db"
-    mlflow.MlflowClient(tracking_uri=f"sqlite:///{db}").search_experiments()
-    return db
 
 
 @pytest.fixture
@@ -33,3 +27,17 @@ def mlflow_store(
     )
     yield uri, exp_id
     mlflow.set_tracking_uri(None)
+
+
+@pytest.fixture(scope="session")
+def slide(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from giant.wsi.synthetic import write_synthetic_slide
+
+    return write_synthetic_slide(tmp_path_factory.mktemp("slide") / "s.svs", 3000, 2000, seed=3)
+
+
+@pytest.fixture(scope="session")
+def job_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.tracking.traced import traced_job
+
+    return traced_job(tmp_path_factory.mktemp("traced_job"))

@@ -1,12 +1,12 @@
 """Jobs of one sweep log the same questions as an MLflow input dataset at the same moment (a SLURM
 array's tasks start together). MLflow's server looks the dataset up and then inserts it, so two jobs
 can both miss it and one insert fails on the unique key: that job must still log its input, not die.
-Real server, real sqlite store, one thread per job."""
+Real server (the session's `mlflow ui`, tests/helpers/ui.py, in an experiment of this test's own), real
+sqlite store, one thread per job."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,26 +14,16 @@ from mlflow import MlflowClient
 
 from giant.data.digest import DatasetDigests
 from giant.tracking.mlflow_logger import JobRun
-from tests.slurm.mlflow_server import MlflowServer
+from tests.helpers.ui import Ui
 
 JOBS = 6
 ROUNDS = 6  # a new dataset per round: each round is a fresh race for its insert
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[MlflowServer]:
-    srv = MlflowServer(tmp_path)
-    try:
-        srv.wait_ready()
-        yield srv
-    finally:
-        srv.stop()
-
-
 @pytest.mark.slow
-def test_jobs_logging_one_dataset_at_once_all_log_it(server: MlflowServer) -> None:
-    client = MlflowClient(tracking_uri=server.uri)
-    experiment_id = client.create_experiment("race")
+def test_jobs_logging_one_dataset_at_once_all_log_it(demo_ui: Ui, tmp_path: Path) -> None:
+    client = MlflowClient(tracking_uri=demo_ui.base)
+    experiment_id = client.create_experiment(f"race-{tmp_path.name}")
     errors: list[BaseException] = []
     runs: list[str] = []
     for round_ in range(ROUNDS):

@@ -1,21 +1,21 @@
 """The MLflow metrics a job writes, pinned name by name and value by value: stored runs hold these names,
 and `make tables` reads runs logged long ago by them, so a writer built another way must write exactly
 these. Two jobs: a summary with every part filled (distinct values, so a swapped name shows), logged by
-JobRun into a real store, and a real demo job through the CLI."""
+JobRun into a real store, and a real demo job (giant.evaluate, the command line's job)."""
 
 from __future__ import annotations
 
-import os
+import shutil
 from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 
+import giant
 from giant.data.defects import Defect
 from giant.record.logged import read_logged
 from giant.record.summary import Bootstrap, Magnification, NavigationSummary, Provenance, Summary, Totals
 from giant.tracking.mlflow_logger import JobRun
-from tests.helpers.cli import Env
 
 
 def _boot(base: float) -> Bootstrap:
@@ -308,25 +308,19 @@ DEMO_NAMES = {
 }
 
 
-@pytest.mark.subprocess_job
 @pytest.mark.slow
-def test_a_demo_job_through_the_cli_logs_the_pinned_names(tmp_path: Path) -> None:
-    drop = ("MLFLOW_", "GIANT_", "HYDRA_", "OPENAI_", "ANTHROPIC_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-    env.update(GIANT_CACHE_DIR=str(tmp_path / "cache"), GIANT_OUTPUT_DIR=str(tmp_path / "outputs"))
-    cli = Env(tmp_path, env)
-    proc = cli.run(
-        "provider=random",
-        "dataset=demo",
-        "dataset.benchmark=demo_shapes",
-        "runs_per_item=2",
-        "bootstrap_replicates=20",
-        f"tracking.uri={cli.uri}",
-        f"hydra.run.dir={tmp_path / 'job'}",
-    )
-    run_id = proc.stdout.strip().rsplit("MLflow run ", 1)[1].split()[0]
-    names = set(cli.client().get_run(run_id).data.metrics)
-    assert names == DEMO_NAMES
+def test_a_demo_job_logs_the_pinned_names(tmp_path: Path, empty_store_db: Path) -> None:
+    """The job scripts/run_eval.py runs, in-process (giant.evaluate: tests/test_evaluate.py shows the
+    command line logs what it logs), into a copy of the migrated empty store."""
+    db = tmp_path / "store" / "mlflow.db"
+    db.parent.mkdir()
+    shutil.copyfile(empty_store_db, db)
+    overrides = ["provider=random", "dataset=demo", "dataset.benchmark=demo_shapes", "runs_per_item=2"]
+    overrides += ["limit=4", "bootstrap_replicates=20", f"paths.cache_dir={tmp_path / 'cache'}"]
+    giant.evaluate([*overrides, f"tracking.uri=sqlite:///{db}"], output_dir=tmp_path / "job")
+    client = MlflowClient(f"sqlite:///{db}")
+    (run,) = client.search_runs([client.get_experiment_by_name("giant").experiment_id])
+    assert set(run.data.metrics) == DEMO_NAMES
 
 
 def _at(record: object, path: str) -> object:

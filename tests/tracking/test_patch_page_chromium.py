@@ -1,14 +1,10 @@
-"""A patch-mode trajectory page in headless Chromium: every patch box drawn on the slide's map, and
-each patch image with the µm/px it was shown at."""
+"""A patch-mode trajectory page in headless Chromium (the session's, tests/browser.py): every patch box
+drawn on the slide's map, and each patch image with the µm/px it was shown at."""
 
 from __future__ import annotations
 
-import asyncio
-import html
-import json
-import re
-import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,8 +16,8 @@ from giant.llm.config import provider_settings
 from giant.llm.factory import build_provider
 from giant.tracking.viewer import write_html
 from giant.wsi.synthetic import write_synthetic_slide
-from tests.browser import CHROMIUM, INSTALL, serve, unavailable
-from tests.tracking.test_viewer_chromium import DUMP_FLAGS, HARNESS
+from tests.browser import serve
+from tests.helpers.episodes import HARNESS, apart, harness_result
 
 ITEM = Item(
     benchmark="tcga",
@@ -32,40 +28,21 @@ ITEM = Item(
     truth=1,
     metric="accuracy",
 )
-TITLES = "titles: [...d.querySelectorAll('svg rect title')].map((t) => t.textContent),"
-HARNESS_BOXES = HARNESS.replace("    text: d.body.innerText,", "    text: d.body.innerText,\n    " + TITLES)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("inference", ["joint", "vote"])
-def test_patch_boxes_and_mpp_on_the_page(tmp_path: Path, inference: str) -> None:
-    if CHROMIUM is None:
-        unavailable(f"headless Chromium is not installed; install it with: {INSTALL}")
+def test_patch_boxes_and_mpp_on_the_page(browser: Any, tmp_path: Path, inference: str) -> None:
     slide = write_synthetic_slide(tmp_path / "p.svs", 6000, 4000, seed=4, mpp=0.25)
     out = tmp_path / "traj"
     cfg = parse_agent({"mode": "patch", "patch_count": 4, "patch_mpp": 1.0, "inference": inference})
     provider = build_provider(provider_settings("random", seed=0))
-    traj = asyncio.run(run_episode(ITEM, slide, provider, cfg, out_dir=out))
+    traj = apart(run_episode(ITEM, slide, provider, cfg, out_dir=out))
     assert traj.status == "answered" and traj.patches is not None and traj.patches.sent == 4
     write_html(out, truth="1", correct=True)
-    (tmp_path / "harness.html").write_text(HARNESS_BOXES, encoding="utf-8")
-    with serve(tmp_path) as url:
-        done = subprocess.run(
-            [
-                CHROMIUM,
-                *DUMP_FLAGS,
-                f"--user-data-dir={tmp_path / 'profile'}",
-                "--dump-dom",
-                f"{url}/harness.html",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    assert done.returncode == 0, done.stderr[-2000:]
-    found = re.search(r'data-result="([^"]*)"', done.stdout)
-    assert found, f"the harness never saw the page load: {done.stdout[-1000:]}"
-    result = json.loads(html.unescape(found.group(1)))
+    (tmp_path / "harness.html").write_text(HARNESS, encoding="utf-8")
+    with serve(tmp_path) as base:
+        result = harness_result(browser, base)
     assert result["svgImages"] == 1  # the slide's map, which the model never saw
     assert result["imgs"] == result["decoded"] == 4  # every patch image decoded
     # one box per patch, titled with the patch's level-0 box

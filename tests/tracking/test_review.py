@@ -28,9 +28,8 @@ from giant.tracking.reviewed import cohen_kappa, reviewed_rate, wilson
 from giant.tracking.reviewed_table import reviewed_compare_lines, reviewed_markdown
 from giant.tracking.tables.rows import RunRecord
 from giant.tracking.traces import log_traces
-from tests.tracking.traced import N_ITEMS, job_dir, new_job
+from tests.tracking.traced import N_ITEMS, new_job
 
-__all__ = ["job_dir"]  # the module-scoped fixture
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -12,9 +12,8 @@ import pytest
 
 from giant.record import JobLayout, read_results
 from giant.tracking.traces import log_traces
-from tests.tracking.traced import N_ITEMS, job_dir, new_job
+from tests.tracking.traced import N_ITEMS, new_job
 
-__all__ = ["job_dir"]  # the module-scoped fixture
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "review.md"
 
 

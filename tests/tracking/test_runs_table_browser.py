@@ -13,12 +13,14 @@ from giant.config import TrackingSettings, shipped
 from giant.tracking.mlflow_logger import open_experiment
 from giant.tracking.store import runs_table_links
 from tests.browser import open_page
-from tests.tracking.test_storage_mlflow_ui import mlflow_ui  # noqa: F401  (a real UI over a fresh store)
+from tests.helpers.store import DemoStore
+from tests.helpers.ui import Ui
 
 
 @pytest.mark.slow
-def test_the_printed_address_opens_the_runs_table(browser: Any, mlflow_ui: tuple[str, str]) -> None:  # noqa: F811
-    base, uri = mlflow_ui
+def test_the_printed_address_opens_the_runs_table(browser: Any, demo_ui: Ui, demo_store: DemoStore) -> None:
+    """In an experiment of its own beside the demo's, in the session's UI (tests/helpers/ui.py)."""
+    base, uri = demo_ui.base, demo_store.uri
     client, experiment_id = open_experiment(shipped(TrackingSettings, uri=uri, experiment="runs_table"))
     client.create_run(experiment_id, run_name="the-job-run")
     (line,) = [line for line in runs_table_links(MlflowClient(uri), base) if "runs_table" in line]

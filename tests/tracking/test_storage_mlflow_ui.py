@@ -1,19 +1,12 @@
 """trajectory.html opened the way a researcher opens it from MLflow: a real `mlflow ui` on 127.0.0.1
-over a sqlite store, the run's Artifacts tab in headless Chromium, the page inside the UI's sandboxed
-blob: iframe; once with the artifacts in a folder (written directly, images linked) and once uploaded
-to the server (the copy path). The page embeds no image, so every image there must come from the
-server (get-artifact) and decode."""
+over a sqlite store (the session's, tests/helpers/ui.py), the run's Artifacts tab in headless
+Chromium, the page inside the UI's sandboxed blob: iframe; once with the artifacts in a folder
+(written directly, images linked) and once uploaded to the server (the copy path). The page embeds no
+image, so every image there must come from the server (get-artifact) and decode."""
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +16,12 @@ from mlflow.tracking import MlflowClient
 from giant.record import TRAJECTORIES_DIR, JobLayout, trajectory_dir
 from giant.record.trajectory import Trajectory
 from giant.tracking.mlflow_logger import JobRun
-from giant.tracking.ui import stop_group
 from giant.tracking.viewer import write_html
 from tests.browser import open_page
-from tests.tracking.test_viewer import scripted_episode, slide  # noqa: F401  (the slide fixture)
+from tests.helpers.episodes import scripted_episode
+from tests.helpers.store import DemoStore
+from tests.helpers.ui import Ui
 
-STARTUP_S = 180  # the UI imports and starts in 20-30 s on a busy 2-core machine
 PAGE = f"{trajectory_dir('demo/1', 0)}/trajectory.html"
 
 # Each image the page shows, loaded again by URL inside the page's own frame: an <img>'s decode, and
@@ -42,41 +35,11 @@ IMAGES = """async () => Promise.all([...document.querySelectorAll("[data-image]"
 }))"""
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def mlflow_ui(tmp_path_factory: pytest.TempPathFactory, empty_store_db: Path) -> Iterator[tuple[str, str]]:
-    """(UI base URL, tracking URI) of a real MLflow UI over a fresh sqlite store, started once for
-    the module; uploads to `mlflow-artifacts:` land in a folder of its own."""
-    root = tmp_path_factory.mktemp("mlflow_ui")
-    db = root / "mlflow.db"
-    shutil.copyfile(empty_store_db, db)
-    uri, port = f"sqlite:///{db}", _free_port()
-    command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", "127.0.0.1"]
-    command += ["--default-artifact-root", str(root / "artifacts"), "--port", str(port)]
-    command += ["--artifacts-destination", str(root / "uploaded")]
-    log_path = root / "mlflow_ui.log"
-    with log_path.open("w") as log:
-        # its own process group: stop_group ends the UI's workers with it
-        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + STARTUP_S
-            while True:
-                try:
-                    with urllib.request.urlopen(f"{base}/health", timeout=2):
-                        break
-                except OSError:
-                    if server.poll() is not None or time.monotonic() > deadline:
-                        pytest.fail(f"mlflow ui did not start: {log_path.read_text()[-2000:]}")
-                    time.sleep(0.3)
-            yield base, uri
-        finally:
-            stop_group(server)
+@pytest.fixture
+def mlflow_ui(demo_ui: Ui, demo_store: DemoStore) -> tuple[str, str]:
+    """(UI base URL, tracking URI) of the session's MLflow UI over its demo store: each test makes an
+    experiment of its own there; uploads to `mlflow-artifacts:` land in the UI's folder."""
+    return demo_ui.base, demo_store.uri
 
 
 def _blob_frame(page: Any, timeout_s: float = 60) -> Any:
@@ -97,8 +60,7 @@ def _logged_episode(
     run_id = client.create_run(experiment).info.run_id
     layout = JobLayout(tmp_path / "job")
     folder = layout.trajectory("demo/1", 0)
-    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API holds this thread's event loop
-        traj = pool.submit(scripted_episode, slide_path, folder, tmp_path).result()
+    traj = scripted_episode(slide_path, folder, tmp_path)  # on a thread: Playwright holds this one's loop
     write_html(folder, truth="2", correct=True, mlflow_run_id=run_id)
     job = JobRun(client, run_id, settings=None)  # type: ignore[arg-type]  # logging needs no settings
     job.log_artifacts({}, {TRAJECTORIES_DIR: layout.trajectories})
@@ -121,7 +83,7 @@ def _shown_in_mlflow(browser: Any, base: str, experiment: str, run_id: str, shot
 def test_the_page_loads_its_images_inside_mlflows_artifact_view(
     browser: Any,
     mlflow_ui: tuple[str, str],
-    slide: Path,  # noqa: F811
+    slide: Path,
     tmp_path: Path,
     store: str,
 ) -> None:
@@ -130,10 +92,14 @@ def test_the_page_loads_its_images_inside_mlflows_artifact_view(
     base, uri = mlflow_ui
     if store == "file":
         client = MlflowClient(uri)
-        experiment = client.create_experiment(store, artifact_location=(tmp_path / "artifacts").as_uri())
+        experiment = client.create_experiment(
+            f"{store}-{tmp_path.name}", artifact_location=(tmp_path / "artifacts").as_uri()
+        )
     else:
         client = MlflowClient(base)
-        experiment = client.create_experiment(store, artifact_location=f"mlflow-artifacts:/{tmp_path.name}")
+        experiment = client.create_experiment(
+            f"{store}-{tmp_path.name}", artifact_location=f"mlflow-artifacts:/{tmp_path.name}"
+        )
     run_id, traj = _logged_episode(client, experiment, slide, tmp_path)
     logged = Path(client.download_artifacts(run_id, PAGE, str(tmp_path / "downloaded")))
     jpeg = sum(

@@ -11,7 +11,7 @@ import mlflow
 import pytest
 
 from giant.tracking.names import REPORT_ROLE, ROLE_TAG, tag_filter
-from tests.tracking.test_tables import log_job
+from tests.helpers.runs import log_job
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "make_tables.py"

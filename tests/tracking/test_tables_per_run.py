@@ -18,8 +18,7 @@ from giant.tracking.tables.formats import cost_markdown, to_markdown
 from giant.tracking.tables.load import load_runs
 from giant.tracking.tables.rows import build_table
 from giant.tracking.tables.versus_paper import comparison_markdown
-
-from .test_tables import log_job
+from tests.helpers.runs import log_job
 
 TASKS = ("tcga", "gtex", "panda", "tcga_slidebench", "tcga_expert_vqa")
 PATCH = {"agent.patch_count": "30", "agent.patch_size": "224"}

@@ -11,8 +11,7 @@ from giant.tracking.mlflow_logger import summary_metrics
 from giant.tracking.tables.formats import to_markdown
 from giant.tracking.tables.load import load_runs
 from giant.tracking.tables.rows import build_table
-
-from .test_tables import log_job
+from tests.helpers.runs import log_job
 
 
 def _summary(n_unmeasured: int) -> Summary:

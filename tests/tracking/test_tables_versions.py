@@ -10,7 +10,7 @@ from giant.tracking.names import DATASET_DIGEST_TAG
 from giant.tracking.tables.formats import to_markdown
 from giant.tracking.tables.load import load_runs
 from giant.tracking.tables.rows import build_table
-from tests.tracking.test_tables import log_job
+from tests.helpers.runs import log_job
 
 
 def _tag(run_id: str, digest: str) -> None:

@@ -27,9 +27,7 @@ from giant.tracking.names import (
     TRACE_TRAJECTORY_TAG,
 )
 from giant.tracking.traces import _sent_with, log_traces
-from tests.tracking.traced import N_ITEMS, job_dir, new_job
-
-__all__ = ["job_dir"]  # the module-scoped fixture
+from tests.tracking.traced import N_ITEMS, new_job
 
 
 def _refs(value: object) -> list[str]:

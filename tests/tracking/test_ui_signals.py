@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tracking.test_storage_mlflow_ui import STARTUP_S, _free_port
+from tests.helpers.ui import STARTUP_S, free_port
 
 
 def _group_alive(pgid: int) -> bool:
@@ -35,7 +35,7 @@ def _server_group(ui_pid: int) -> int:
 def test_sigterm_to_make_ui_leaves_nothing_serving(tmp_path: Path, empty_store_db: Path) -> None:
     """(Ctrl-C takes the same way out: KeyboardInterrupt, then the server's group stopped.)"""
     shutil.copy(empty_store_db, tmp_path / "mlflow.db")
-    port = str(_free_port())
+    port = str(free_port())
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     command = [sys.executable, "-m", "giant.tracking.ui", uri, str(tmp_path / "artifacts"), "127.0.0.1", port]
     ui = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -15,6 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.ui import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT_S = 120.0  # a generous bound for a loaded machine: the test waits for processes, it times nothing
@@ -52,12 +53,6 @@ RUN_UI = textwrap.dedent(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _alive(pid: int) -> bool:
     """A process that runs: not gone, and not a zombie nobody has reaped yet."""
     try:
@@ -74,7 +69,7 @@ def test_sigterm_stops_the_ui_and_its_workers(tmp_path: Path) -> None:
     fake.write_text(FAKE_UI)
     pids = tmp_path / "pids"
     uri = f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
-    args = [uri, str(tmp_path / "artifacts"), "127.0.0.1", str(_free_port())]
+    args = [uri, str(tmp_path / "artifacts"), "127.0.0.1", str(free_port())]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-c", RUN_UI, str(fake), str(pids), *args]
     ui = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

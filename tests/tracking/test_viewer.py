@@ -23,46 +23,9 @@ from giant.llm.types import AnswerAction, Step, Usage
 from giant.record import ResultRecord, ResultsWriter, trajectory_dir
 from giant.record.trajectory import Call, Region, Trajectory
 from giant.tracking.viewer import MLFLOW_IMAGES, render_html, write_html, write_job_pages
-from giant.wsi.synthetic import write_synthetic_slide
+from tests.helpers.episodes import HOSTILE, scripted_episode
 
 REPO = Path(__file__).resolve().parents[2]
-HOSTILE = "<script>alert('x')</script> & \"quoted\""
-
-
-@pytest.fixture(scope="module")
-def slide(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_synthetic_slide(tmp_path_factory.mktemp("slide") / "s.svs", 3000, 2000, seed=3)
-
-
-def scripted_episode(slide: Path, out: Path, tmp_path: Path) -> Trajectory:
-    lines = [
-        {
-            "reasoning": f"look top-left {HOSTILE}",
-            "action": {"type": "crop", "x": 0, "y": 0, "width": 1000, "height": 800},
-        },
-        {
-            "reasoning": "past the right edge",
-            "action": {"type": "crop", "x": 2500, "y": 1000, "width": 1000, "height": 500},
-        },
-        {
-            "reasoning": "done",
-            "action": {"type": "answer", "text": f'<response>{{"answer": 2}}</response> {HOSTILE}'},
-        },
-    ]
-    script = tmp_path / "script.jsonl"
-    script.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
-    provider = build_provider(provider_settings("scripted", script=str(script)))
-    item = Item(
-        benchmark="demo",
-        benchmark_id="1",
-        image_path="s.svs",
-        prompt=f"Which? {HOSTILE}",
-        options=("a", "b", "c"),
-        truth=2,
-        metric="accuracy",
-    )
-    cfg = parse_agent({"mode": "giant", "max_steps": 5, "crop_size": 500})
-    return asyncio.run(run_episode(item, slide, provider, cfg, out_dir=out))
 
 
 def test_page_of_a_real_episode(slide: Path, tmp_path: Path) -> None:

@@ -3,28 +3,26 @@ run to trace it into: the traces' and the review's tests share them."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import mlflow
-import pytest
 
 from giant.tracking.mlflow_logger import JobRun
 from giant.tracking.names import JOB_ROLE, ROLE_TAG
 from tests.eval.runner_fixtures import SLIDES, evaluate, make_items, random_provider, write_slides
+from tests.helpers.episodes import apart
 
 N_ITEMS = 3
 
 
-@pytest.fixture(scope="module")
-def job_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """N_ITEMS items, one run each."""
-    root = tmp_path_factory.mktemp("traced_job")
+def traced_job(root: Path) -> Path:
+    """N_ITEMS items, one run each, run into `root`/out (the session's `job_dir`, tests/tracking/conftest.py:
+    read only)."""
     wsi = write_slides(root / "wsi", SLIDES)
     out = root / "out"
-    asyncio.run(evaluate(make_items(N_ITEMS, SLIDES), wsi, random_provider(), out))
+    apart(evaluate(make_items(N_ITEMS, SLIDES), wsi, random_provider(), out))
     return out
 
 
